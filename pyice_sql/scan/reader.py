@@ -1,0 +1,126 @@
+"""Planned files → one Spark DataFrame, with Iceberg's deletes applied by joins.
+
+Spark reads the Parquet files itself, matching columns by Iceberg field id (so renamed,
+dropped and re-added columns read right; tables written without ids are read by name).
+Position deletes are read as a DataFrame and removed with a left-anti join on (file, row
+position); equality deletes with a left-anti join on their columns (null-safe), limited to
+older data in the same partition. Row identity comes from Spark's hidden `_metadata` column:
+`file_path` (a URI, percent-encoded) and `row_index`. A small per-file table, broadcast to
+the executors, maps Spark's path spelling back to the exact string in the manifest, which is
+what `_file` reports and what position delete files must contain.
+"""
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types as T
+
+from pyice_sql.errors import UnsupportedError
+from pyice_sql.model.manifest import DataFile, FileContent, ManifestEntry
+from pyice_sql.model.schema import Schema
+from pyice_sql.scan.planner import FileScanTask
+from pyice_sql.spark_schema import FIELD_ID_KEY, schema_to_spark
+
+FILE_COL, POS_COL, SPEC_COL, PARTITION_COL, SEQ_COL = "_file", "_pos", "_spec_id", "_partition", "_seq"
+METADATA_COLUMNS = (FILE_COL, POS_COL, SPEC_COL, PARTITION_COL)
+DELETE_FILE_PATH = T.StructField("file_path", T.StringType(), False, {FIELD_ID_KEY: 2147483546})
+DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545})
+_KEY = "__path_key"
+
+
+def manifest_path_key(col: Column) -> Column:
+    """Canonical key of a path as stored in metadata (not percent-encoded)."""
+    return F.regexp_replace(col, "^file:/+", "/")
+
+
+def spark_path_key(col: Column) -> Column:
+    """Canonical key of a path as Spark reports it in `_metadata.file_path` (percent-encoded URI)."""
+    return manifest_path_key(F.url_decode(F.regexp_replace(col, r"\+", "%2B")))
+
+
+def partition_key(f: DataFile) -> str:
+    return json.dumps([f.spec_id, list(f.partition)], default=str)
+
+
+def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -> DataFrame:
+    return spark.read.schema(schema).option("recursiveFileLookup", "true").parquet(*paths)
+
+
+def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool) -> DataFrame:
+    fields = list(schema_to_spark(schema).fields)
+    if with_metadata:
+        fields += [T.StructField(FILE_COL, T.StringType()), T.StructField(POS_COL, T.LongType()),
+                   T.StructField(SPEC_COL, T.IntegerType()), T.StructField(PARTITION_COL, T.StringType())]
+    return spark.createDataFrame([], T.StructType(fields))
+
+
+def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
+               with_metadata: bool = False) -> DataFrame:
+    """The live rows of `tasks`' data files as a DataFrame of the table's columns.
+
+    With `with_metadata`, adds `_file` (the manifest's path string), `_pos` (row position),
+    `_spec_id` and `_partition` (a canonical text key of the file's partition tuple).
+    """
+    if not tasks:
+        return empty_frame(spark, schema, with_metadata)
+    with_ids = not schema.has_list_or_map()
+    columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
+    data = _read_parquet(spark, schema_to_spark(schema, with_ids), [t.file.file_path for t in tasks])
+    deletes = {d.data_file.file_path: d for t in tasks for d in t.deletes}
+    if not with_metadata and not deletes:
+        return data
+    data = data.select(*columns, spark_path_key(F.col("_metadata.file_path")).alias(_KEY),
+                       F.col("_metadata.row_index").alias(POS_COL))
+    files = spark.createDataFrame(
+        [(t.file.file_path, t.file.spec_id, partition_key(t.file), t.data_sequence_number) for t in tasks],
+        T.StructType([T.StructField(FILE_COL, T.StringType()), T.StructField(SPEC_COL, T.IntegerType()),
+                      T.StructField(PARTITION_COL, T.StringType()), T.StructField(SEQ_COL, T.LongType())]))
+    files = files.withColumn(_KEY, manifest_path_key(F.col(FILE_COL)))
+    data = data.join(F.broadcast(files), _KEY)
+    pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
+    if pos_deletes:
+        data = _apply_position_deletes(spark, data, pos_deletes)
+    eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
+    if eq_deletes:
+        data = _apply_equality_deletes(spark, schema, data, eq_deletes)
+    meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
+    return data.select(*columns, *meta)
+
+
+def _apply_position_deletes(spark: SparkSession, data: DataFrame, delete_files: list[DataFile]) -> DataFrame:
+    rows = _read_parquet(spark, T.StructType([DELETE_FILE_PATH, DELETE_POS]), [d.file_path for d in delete_files])
+    rows = rows.select(manifest_path_key(F.col("file_path")).alias(_KEY), F.col("pos").alias(POS_COL))
+    return data.join(rows, [_KEY, POS_COL], "left_anti")
+
+
+def _apply_equality_deletes(spark: SparkSession, schema: Schema, data: DataFrame,
+                            delete_entries: list[ManifestEntry]) -> DataFrame:
+    """Anti-join per distinct set of equality ids, restricted to older data of the same partition."""
+    groups: dict[tuple[int, ...], list[ManifestEntry]] = {}
+    for d in delete_entries:
+        groups.setdefault(tuple(d.data_file.equality_ids or ()), []).append(d)
+    top_level = {f.field_id: f for f in schema.fields}
+    for ids, entries in groups.items():
+        if any(i not in top_level for i in ids):
+            raise UnsupportedError(f"equality deletes on nested or dropped columns (ids {list(ids)}) "
+                                   f"are not supported: {entries[0].data_file.file_path}")
+        fields = [top_level[i] for i in ids]
+        rows = _read_parquet(spark, schema_to_spark(Schema(tuple(fields))),
+                             [d.data_file.file_path for d in entries])
+        info = spark.createDataFrame(
+            [(d.data_file.file_path, d.sequence_number or 0, d.data_file.spec_id, partition_key(d.data_file),
+              not d.data_file.partition) for d in entries],
+            "__dpath string, __dseq long, __dspec int, __dpart string, __dglobal boolean")
+        rows = rows.withColumn(_KEY, spark_path_key(F.col("_metadata.file_path")))
+        rows = rows.join(F.broadcast(info.withColumn(_KEY, manifest_path_key(F.col("__dpath")))), _KEY)
+        renamed = rows.select(*[F.col(f"`{f.name}`").alias(f"__d_{i}") for i, f in enumerate(fields)],
+                              "__dseq", "__dspec", "__dpart", "__dglobal")
+        cond = [data[f"`{f.name}`"].eqNullSafe(renamed[f"__d_{i}"]) for i, f in enumerate(fields)]
+        cond.append(data[SEQ_COL] < renamed["__dseq"])
+        cond.append(renamed["__dglobal"] | ((data[SPEC_COL] == renamed["__dspec"])
+                                            & (data[PARTITION_COL] == renamed["__dpart"])))
+        joined = cond[0]
+        for c in cond[1:]:
+            joined = joined & c
+        data = data.join(renamed, joined, "left_anti")
+    return data

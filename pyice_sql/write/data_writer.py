@@ -1,0 +1,180 @@
+"""Write a DataFrame as Iceberg data files: a Spark job, then one footer pass for metrics.
+
+How a write works:
+  1. The rows are cast to the table schema; every column carries its Iceberg field id as
+     Parquet field-id metadata (tables with list/map columns are written with no ids at all
+     and read through the name mapping, because Spark cannot put ids on list elements or map
+     keys/values and a partial set of ids makes Java read those columns as NULL).
+  2. For a partitioned spec, one extra column per partition field holds the transformed value
+     (computed in Spark SQL, bucket by the shim's Java UDF), rows are clustered by them and
+     Spark's `partitionBy` writes one folder per partition tuple. The folder value is a tagged
+     text form of the internal partition value that we decode exactly (`v<text>` when the text
+     is path-safe, `x<hex>` otherwise), so no separate pass is needed to learn partitions.
+  3. The job writes under a folder unique to this write, so listing it afterwards yields
+     exactly the committed task outputs of this write and nothing else.
+  4. The footers of those files are read on the executors by the shim (no pass over data)
+     and turned into DataFiles with exact sizes and column metrics.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable
+
+from pyspark.sql import Column, DataFrame, functions as F
+
+from pyice_sql.io.fileio import FileIO
+from pyice_sql.model import types as it
+from pyice_sql.model.manifest import DataFile, FileContent
+from pyice_sql.model.partitioning import PartitionSpec
+from pyice_sql.model.schema import Schema
+from pyice_sql.spark_schema import FIELD_ID_KEY, to_spark_type
+from pyice_sql.write.stats import data_file_from_footer
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+DEFAULT_BYTES_PER_ROW = 64
+_SAFE = "^[A-Za-z0-9_.-]*$"
+_FOLDER = re.compile(r"^(?P<name>[^=]+)=(?P<value>.*)$")
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """What a writer needs of the table, and how to reach its files."""
+
+    schema: Schema
+    spec: PartitionSpec
+    location: str
+    properties: dict[str, str]
+    io: FileIO
+    footer_stats: Callable[[list[str]], list[dict]]
+    bytes_per_row: float = DEFAULT_BYTES_PER_ROW
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def cast_to_schema(df: DataFrame, fields: tuple[it.NestedField, ...], with_ids: bool) -> list[Column]:
+    """Columns of `df` cast to the Iceberg fields' Spark types, tagged with field ids."""
+    out = []
+    for f in fields:
+        col = _cast_value(F.col(quote(f.name)), f.type, with_ids)
+        meta = {FIELD_ID_KEY: f.field_id} if with_ids else {}
+        out.append(col.alias(f.name, metadata=meta))
+    return out
+
+
+def _cast_value(col: Column, t: it.IcebergType, with_ids: bool) -> Column:
+    if isinstance(t, it.StructType):
+        return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*[
+            _cast_value(col.getField(f.name), f.type, with_ids).alias(
+                f.name, metadata={FIELD_ID_KEY: f.field_id} if with_ids else {})
+            for f in t.fields]))
+    return col.cast(to_spark_type(t, with_ids=False))
+
+
+def partition_folder_sql(spec: PartitionSpec, schema: Schema) -> list[tuple[str, str, it.IcebergType]]:
+    """(folder column name, Spark SQL of its tagged text value, partition result type) per field."""
+    taken = {f.name.lower() for f in schema.fields}
+    out = []
+    for pf in spec.fields:
+        src = schema.find_field(pf.source_id)
+        path = schema.field_path(pf.source_id)
+        if src is None or path is None:
+            raise ValueError(f"partition field {pf.name} refers to a dropped column (id {pf.source_id})")
+        value_sql = pf.transform.to_sql(".".join(quote(p) for p in path), src.type)
+        result_type = pf.transform.result_type(src.type)
+        name = pf.name if pf.name.lower() not in taken else pf.name + "_part"
+        if result_type == it.BINARY or isinstance(result_type, it.FixedType):
+            text = f"concat('x', hex({value_sql}))"
+        else:
+            s = f"cast({value_sql} as string)"
+            text = f"CASE WHEN {s} RLIKE '{_SAFE}' THEN concat('v', {s}) ELSE concat('x', hex({s})) END"
+        out.append((name, text, result_type))
+    return out
+
+
+def decode_folder_value(text: str, t: it.IcebergType) -> Any:
+    """Inverse of the tagged folder text: the internal partition value."""
+    if text == NULL_PARTITION:
+        return None
+    tag, body = text[0], text[1:]
+    if tag == "x":
+        raw = bytes.fromhex(body)
+        if t == it.BINARY or isinstance(t, it.FixedType):
+            return raw
+        body = raw.decode("utf-8")
+    if isinstance(t, it.PrimitiveType):
+        if t.name in ("int", "long", "date", "time", "timestamp", "timestamptz"):
+            return int(body)
+        if t.name in ("float", "double"):
+            return float(body)
+        if t.name == "boolean":
+            return body == "true"
+        if t.name == "string":
+            return body
+    if isinstance(t, it.DecimalType):
+        return Decimal(body)
+    raise ValueError(f"cannot decode partition folder value {text!r} as {t}")
+
+
+def _unescape(segment: str) -> str:
+    """Undo Spark's escaping of partition folder names (%XX for a few ASCII characters)."""
+    return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), segment)
+
+
+def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA) -> list[DataFile]:
+    """Write `df` (columns named as the table's) into new data files and describe them."""
+    schema, spec = ctx.schema, ctx.spec
+    with_ids = not schema.has_list_or_map()
+    out = df.select(*cast_to_schema(df, schema.fields, with_ids))
+    folders = partition_folder_sql(spec, schema)
+    for name, text_sql, _ in folders:
+        out = out.withColumn(name, F.expr(text_sql))
+    if folders:
+        names = [F.col(quote(n)) for n, _, _ in folders]
+        out = out.repartition(*names).sortWithinPartitions(*names)
+    target = int(ctx.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
+    max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
+    codec = ctx.properties.get("write.parquet.compression-codec", "zstd").lower()
+    write_dir = f"{ctx.location}/data/{uuid.uuid4().hex[:16]}"
+    writer = (out.write.mode("errorifexists").option("maxRecordsPerFile", max_records)
+              .option("compression", "none" if codec == "uncompressed" else codec))
+    if folders:
+        writer = writer.partitionBy(*[n for n, _, _ in folders])
+    writer.parquet(write_dir)
+    return describe_written_files(ctx, write_dir, folders, content)
+
+
+def describe_written_files(ctx: WriteContext, write_dir: str,
+                           folders: list[tuple[str, str, it.IcebergType]],
+                           content: FileContent = FileContent.DATA) -> list[DataFile]:
+    files = [f.path for f in ctx.io.list(write_dir, recursive=True)
+             if f.path.endswith(".parquet") and "/_temporary/" not in f.path and "/." not in f.path]
+    if not files:
+        return []
+    footers = ctx.footer_stats(files)
+    result = []
+    for path, footer in zip(files, footers):
+        if int(footer["rowCount"]) == 0:
+            ctx.io.delete(path)  # Spark writes a schema-only file for an empty input; never commit it
+            continue
+        partition = _partition_of(path, write_dir, folders)
+        result.append(data_file_from_footer(footer, ctx.schema, ctx.properties, path, partition,
+                                            ctx.spec.spec_id, content))
+    return result
+
+
+def _partition_of(path: str, write_dir: str, folders: list[tuple[str, str, it.IcebergType]]) -> tuple:
+    if not folders:
+        return ()
+    rel = path[len(write_dir):].strip("/").split("/")[:-1]
+    values = {}
+    for seg in rel:
+        m = _FOLDER.match(seg)
+        if m:
+            values[_unescape(m.group("name"))] = _unescape(m.group("value"))
+    return tuple(decode_folder_value(values[name], t) for name, _, t in folders)
