@@ -150,7 +150,7 @@ def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _
     metadata = base.metadata
     ref = metadata.refs.get(update.branch)
     parent = metadata.snapshot_by_id(ref.snapshot_id) if ref is not None else None
-    sequence_number = metadata.last_sequence_number + 1
+    sequence_number = metadata.next_sequence_number()
     manifests = added.get(metadata, sequence_number)
     data_manifests = [m for m in manifests if m.content == ManifestContent.DATA]
     delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]

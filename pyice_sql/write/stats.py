@@ -8,15 +8,14 @@ maps get no metrics, as in Iceberg Java.
 """
 from __future__ import annotations
 
-import math
 import re
 import struct
-from decimal import Decimal
 from typing import Any
 
 from pyice_sql.model import types as it
 from pyice_sql.model.conversions import (
-    from_bytes, to_bytes, truncate_lower_bound, truncate_upper_bound,
+    decimal_from_unscaled, from_bytes, normalize_float_bounds, to_bytes, truncate_lower_bound,
+    truncate_upper_bound,
 )
 from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.schema import Schema
@@ -46,7 +45,7 @@ def _decode_parquet_value(t: it.IcebergType, physical: str, raw: bytes) -> Any:
             unscaled = struct.unpack("<q", raw)[0]
         else:
             unscaled = int.from_bytes(raw, "big", signed=True)
-        return Decimal(unscaled).scaleb(-t.scale)
+        return decimal_from_unscaled(unscaled, t.scale)
     if physical == "INT96":
         return None
     return from_bytes(t, raw)
@@ -61,12 +60,9 @@ def _bounds(t: it.IcebergType, physical: str, mn: str | None, mx: str | None, mo
     if lo is None or hi is None:
         return None, None
     if isinstance(t, it.PrimitiveType) and t.name in ("float", "double"):
-        if math.isnan(lo) or math.isnan(hi):
+        lo, hi = normalize_float_bounds(lo, hi)
+        if lo is None or hi is None:
             return None, None
-        if lo == 0.0:
-            lo = -0.0
-        if hi == 0.0:
-            hi = 0.0
     if mode == "truncate" and width is not None:
         lo = truncate_lower_bound(t, lo, width)
         hi = truncate_upper_bound(t, hi, width)

@@ -1,0 +1,70 @@
+"""TableScan: pick the snapshot (current, a ref, VERSION AS OF, TIMESTAMP AS OF), plan, read."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pyice_sql.catalog.base import Table
+from pyice_sql.errors import AnalysisError
+from pyice_sql.expr.predicates import Expression
+from pyice_sql.model.schema import Schema
+from pyice_sql.model.snapshots import Snapshot
+from pyice_sql.scan.planner import ScanPlan, plan_files
+from pyice_sql.scan.reader import read_tasks
+
+
+@dataclass(frozen=True)
+class TimeTravel:
+    """A snapshot id, ref name (branch/tag) or timestamp to read instead of the current state."""
+
+    snapshot_id: int | None = None
+    ref: str | None = None
+    timestamp: str | int | None = None
+
+
+def parse_timestamp_ms(value: str | int) -> int:
+    """`TIMESTAMP AS OF` accepts epoch millis or an ISO timestamp (UTC unless an offset is given)."""
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        parsed = dt.datetime.fromisoformat(text.replace(" ", "T") if "T" not in text else text)
+    except ValueError as e:
+        raise AnalysisError(f"invalid timestamp for TIMESTAMP AS OF: {value!r}") from e
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def select_snapshot(table: Table, travel: TimeTravel | None) -> tuple[Snapshot | None, Schema]:
+    """The snapshot to read and the schema to read it with (the snapshot's own when time travelling)."""
+    md = table.metadata
+    if travel is None or (travel.snapshot_id is None and travel.ref is None and travel.timestamp is None):
+        return md.current_snapshot(), md.schema()
+    if travel.snapshot_id is not None:
+        snap = md.snapshot_by_id(travel.snapshot_id)
+        if snap is None:
+            raise AnalysisError(f"table {table.full_name} has no snapshot {travel.snapshot_id}")
+    elif travel.ref is not None:
+        ref = md.refs.get(travel.ref)
+        if ref is None:
+            raise AnalysisError(f"table {table.full_name} has no branch or tag {travel.ref!r}")
+        snap = md.snapshot_by_id(ref.snapshot_id)
+    else:
+        ms = parse_timestamp_ms(travel.timestamp)
+        snap = md.snapshot_as_of_timestamp(ms)
+        if snap is None:
+            raise AnalysisError(f"table {table.full_name} has no snapshot at or before {travel.timestamp}")
+    schema = md.schema_by_id(snap.schema_id) if snap.schema_id is not None else None
+    return snap, schema or md.schema()
+
+
+def scan(spark: SparkSession, table: Table, row_filter: Expression | None = None,
+         travel: TimeTravel | None = None, with_metadata: bool = False) -> tuple[DataFrame, ScanPlan]:
+    snapshot, schema = select_snapshot(table, travel)
+    plan = plan_files(table.metadata, table.io, snapshot, row_filter)
+    return read_tasks(spark, schema, plan.tasks, with_metadata), plan

@@ -1,0 +1,69 @@
+"""Position delete files for merge-on-read: `(file_path, pos)` rows, one delete file per data file.
+
+Each delete file holds the deleted positions of exactly one data file, sorted by position,
+and is recorded in that data file's spec and partition with `referenced_data_file` set, so
+every reader (Java, PyIceberg by its equal file_path bounds, DuckDB) scopes it to that one
+file. The `file_path` strings are the data file's manifest path, byte for byte. Rows are
+routed to their delete file by a small integer per target data file used as the output
+folder, so the job needs no per-file driver work beyond naming the targets.
+"""
+from __future__ import annotations
+
+import uuid
+
+from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
+
+from pyice_sql.model import types as it
+from pyice_sql.model.manifest import DataFile, FileContent
+from pyice_sql.model.schema import Schema
+from pyice_sql.spark_schema import FIELD_ID_KEY
+from pyice_sql.write.data_writer import WriteContext
+from pyice_sql.write.stats import data_file_from_footer
+
+DELETE_SCHEMA = Schema((
+    it.NestedField(2147483546, "file_path", it.STRING, True),
+    it.NestedField(2147483545, "pos", it.LONG, True),
+))
+_FULL_METRICS = {"write.metadata.metrics.default": "full"}
+_TARGET = "__target"
+
+
+def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dict[str, DataFile],
+                           ctx: WriteContext) -> list[DataFile]:
+    """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
+
+    `targets` maps each data file path that may appear in `_file` to its DataFile, whose spec
+    and partition the delete file inherits.
+    """
+    if not targets:
+        return []
+    paths = sorted(targets)
+    index = spark.createDataFrame(list(enumerate(paths)), T.StructType([
+        T.StructField(_TARGET, T.IntegerType(), False), T.StructField("_file", T.StringType(), False)]))
+    rows = (deletes.select("_file", "_pos").join(F.broadcast(index), "_file")
+            .select(F.col("_file").alias("file_path", metadata={FIELD_ID_KEY: 2147483546}),
+                    F.col("_pos").cast("long").alias("pos", metadata={FIELD_ID_KEY: 2147483545}),
+                    F.col(_TARGET)))
+    rows = rows.repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "pos")
+    out_dir = f"{ctx.location}/data/{uuid.uuid4().hex[:16]}-deletes"
+    codec = ctx.properties.get("write.delete.parquet.compression-codec",
+                               ctx.properties.get("write.parquet.compression-codec", "zstd")).lower()
+    (rows.write.mode("errorifexists").option("compression", "none" if codec == "uncompressed" else codec)
+     .partitionBy(_TARGET).parquet(out_dir))
+    files = [f.path for f in ctx.io.list(out_dir, recursive=True)
+             if f.path.endswith(".parquet") and "/_temporary/" not in f.path and "/." not in f.path]
+    if not files:
+        return []
+    footers = ctx.footer_stats(files)
+    out = []
+    for path, footer in zip(files, footers):
+        folder = path.rsplit("/", 2)[-2]
+        target = targets[paths[int(folder.split("=", 1)[1])]]
+        if int(footer["rowCount"]) == 0:
+            ctx.io.delete(path)
+            continue
+        out.append(data_file_from_footer(
+            footer, DELETE_SCHEMA, _FULL_METRICS, path, target.partition, target.spec_id,
+            FileContent.POSITION_DELETES, referenced_data_file=target.file_path))
+    return out
+

@@ -1,0 +1,105 @@
+"""Table writes that add data: append (INSERT INTO) and overwrite (INSERT OVERWRITE).
+
+Each one writes its data files first and then commits one snapshot; if the commit fails for
+good, the files it wrote are deleted so nothing half-done is left visible or referenced.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from pyice_sql.catalog.base import Table
+from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate, commit_update
+from pyice_sql.errors import AnalysisError
+from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
+from pyice_sql.expr.predicates import AlwaysTrue, Expression
+from pyice_sql.model.manifest import DataFile
+from pyice_sql.model.snapshots import Operation
+from pyice_sql.runtime import Runtime
+from pyice_sql.scan.planner import plan_files
+from pyice_sql.write.data_writer import write_data_files
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    table: Table
+    added_files: int
+    added_rows: int
+    removed_files: int = 0
+
+
+def commit_or_clean(table: Table, update: SnapshotUpdate, written: list[DataFile]) -> Table:
+    """Commit `update`; on failure delete the files this statement wrote, then re-raise."""
+    try:
+        return commit_update(table, update)
+    except BaseException:
+        for f in written:
+            table.io.delete(f.file_path)
+        raise
+
+
+def _start_id(table: Table) -> int | None:
+    snap = table.metadata.current_snapshot()
+    return snap.snapshot_id if snap else None
+
+
+def append(rt: Runtime, table: Table, df: DataFrame) -> WriteResult:
+    files = write_data_files(df, rt.write_context(table))
+    if not files:
+        return WriteResult(table, 0, 0)
+    update = SnapshotUpdate(Operation.APPEND, _start_id(table), added_data_files=files)
+    committed = commit_or_clean(table, update, files)
+    return WriteResult(committed, len(files), sum(f.record_count for f in files))
+
+
+def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
+              static_filter: Expression | None = None) -> WriteResult:
+    """INSERT OVERWRITE: replace the partitions the new rows land in (dynamic), or the rows that
+    match `static_filter` (static; the whole table when None), as Spark's modes define."""
+    start = _start_id(table)
+    files = write_data_files(df, rt.write_context(table))
+    try:
+        plan = plan_files(table.metadata, table.io, table.metadata.current_snapshot())
+        if dynamic:
+            spec_id = table.metadata.default_spec_id
+            targets = {f.partition for f in files}
+            doomed = [t for t in plan.tasks if t.file.spec_id == spec_id and t.file.partition in targets]
+            extra = {"replace-partitions": "true"}
+        else:
+            doomed = _files_fully_matching(table, plan.tasks, static_filter or AlwaysTrue())
+            extra = {}
+    except BaseException:
+        for f in files:
+            table.io.delete(f.file_path)
+        raise
+    removed = [RemovedFile(t.entry, t.manifest_path) for t in doomed]
+    removed += [RemovedFile(d, t.manifest_path) for t in doomed for d in t.deletes]
+    removed = list({r.entry.data_file.file_path: r for r in removed}.values())
+    if not files and not removed:
+        return WriteResult(table, 0, 0)
+    op = Operation.OVERWRITE if removed else Operation.APPEND
+    update = SnapshotUpdate(op, start, added_data_files=files, removed=removed, summary_extra=extra)
+    committed = commit_or_clean(table, update, files)
+    return WriteResult(committed, len(files), sum(f.record_count for f in files),
+                       sum(1 for r in removed if r.entry.data_file.content == 0))
+
+
+def _files_fully_matching(table: Table, tasks, row_filter: Expression):
+    """Files whose every row matches `row_filter`; a file that matches only partly is an error."""
+    schema = table.metadata.schema()
+    strict_metrics = StrictMetricsEvaluator(schema, row_filter)
+    out = []
+    partition_strict: dict[int, PartitionEvaluator] = {}
+    for t in tasks:
+        f = t.file
+        if f.spec_id not in partition_strict:
+            partition_strict[f.spec_id] = PartitionEvaluator(table.metadata.spec_by_id(f.spec_id), schema,
+                                                             row_filter, strict=True)
+        inclusive = PartitionEvaluator(table.metadata.spec_by_id(f.spec_id), schema, row_filter)
+        if partition_strict[f.spec_id].eval(f.partition) or strict_metrics.eval(f):
+            out.append(t)
+        elif inclusive.eval(f.partition):
+            raise AnalysisError(f"INSERT OVERWRITE on {table.full_name}: file {f.file_path} holds rows both "
+                                "inside and outside the overwritten partition")
+    return out
