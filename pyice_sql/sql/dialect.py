@@ -1,0 +1,311 @@
+"""PyIceSpark: sqlglot's Spark dialect, extended with the Iceberg SQL extensions Spark understands.
+
+sqlglot's Spark dialect parses most of Spark SQL, but it falls back to an opaque `Command` (or
+fails) for the Iceberg extensions and a few Spark statements this project must understand:
+CALL, EXPLAIN, SHOW NAMESPACES/TABLES, ALTER TABLE ... UNSET TBLPROPERTIES, the partition
+field actions, ALTER COLUMN on nested fields, CREATE NAMESPACE with COMMENT/LOCATION/properties,
+`FOR SYSTEM_VERSION AS OF`, and it is lax about the shape of MERGE clauses. The extensions here
+produce small expression classes defined below; everything else is sqlglot's own tree.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.parsers.spark import SparkParser
+from sqlglot.tokens import Token, TokenType
+from sqlglot.trie import new_trie
+
+
+class CallProcedure(exp.Expression):
+    """CALL name(args): `this` is the name as a list of identifiers, args may be exp.Kwarg."""
+
+    arg_types = {"this": True, "expressions": False}
+
+
+class ExplainStatement(exp.Expression):
+    """EXPLAIN [mode] statement."""
+
+    arg_types = {"this": True, "mode": False}
+
+
+class ShowObjects(exp.Expression):
+    """SHOW NAMESPACES|DATABASES|SCHEMAS|TABLES [IN|FROM name] [[LIKE] 'pattern']."""
+
+    arg_types = {"this": True, "parent": False, "pattern": False}
+
+
+class UnsetTableProperties(exp.Expression):
+    """ALTER TABLE t UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)."""
+
+    arg_types = {"expressions": True, "exists": False}
+
+
+class AddPartitionField(exp.Expression):
+    """ALTER TABLE t ADD PARTITION FIELD term [AS name]."""
+
+    arg_types = {"this": True, "alias": False}
+
+
+class DropPartitionField(exp.Expression):
+    """ALTER TABLE t DROP PARTITION FIELD term (a transform term or a partition field name)."""
+
+    arg_types = {"this": True}
+
+
+class ReplacePartitionField(exp.Expression):
+    """ALTER TABLE t REPLACE PARTITION FIELD old WITH new [AS name]."""
+
+    arg_types = {"this": True, "expression": True, "alias": False}
+
+
+class AlterColumnAction(exp.Expression):
+    """ALTER TABLE t ALTER [COLUMN] path (TYPE t | COMMENT 'c' | SET/DROP NOT NULL | FIRST | AFTER c)."""
+
+    arg_types = {"this": True, "dtype": False, "comment": False, "not_null": False, "position": False}
+
+
+_NAMESPACE_WORDS = ("DATABASE", "SCHEMA", "NAMESPACE")
+_EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
+
+
+class PyIceSparkParser(SparkParser):
+    """Spark's parser plus the statements listed in the module docstring."""
+
+    STATEMENT_PARSERS = {
+        **SparkParser.STATEMENT_PARSERS,
+        TokenType.SHOW: lambda self: self._parse_show(),
+    }
+
+    SHOW_PARSERS = {
+        **SparkParser.SHOW_PARSERS,
+        "DATABASES": lambda self: self._parse_show_objects("NAMESPACES"),
+        "SCHEMAS": lambda self: self._parse_show_objects("NAMESPACES"),
+        "NAMESPACES": lambda self: self._parse_show_objects("NAMESPACES"),
+        "TABLES": lambda self: self._parse_show_objects("TABLES"),
+    }
+    SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
+
+    ALTER_PARSERS = {
+        **SparkParser.ALTER_PARSERS,
+        "ADD": lambda self: self._parse_partition_field_action("ADD")
+        or self._parse_alter_table_add(),
+        "DROP": lambda self: self._parse_partition_field_action("DROP")
+        or self._parse_alter_table_drop(),
+        "REPLACE": lambda self: self._parse_partition_field_action("REPLACE")
+        or self._parse_alter_table_replace_columns(),
+        "UNSET": lambda self: self._parse_unset_properties(),
+    }
+
+    VERSION_PHRASES = {
+        **SparkParser.VERSION_PHRASES,
+        ("FOR", "SYSTEM_VERSION"): "VERSION",
+    }
+
+    def _parse_statement(self) -> exp.Expr | None:
+        # CALL and EXPLAIN are tokenized as plain words (see PyIceSpark.Tokenizer) so the
+        # tokenizer does not swallow the rest of the statement into one opaque string.
+        if self._curr and self._curr.token_type == TokenType.VAR and self._next:
+            word = self._curr.text.upper()
+            if word == "CALL":
+                self._advance()
+                return self._parse_call()
+            if word == "EXPLAIN":
+                self._advance()
+                return self._parse_explain()
+        return super()._parse_statement()
+
+    def _warn_unsupported(self) -> None:
+        # A Command is an ordinary outcome here (it is passed to Spark unchanged), not a warning.
+        return None
+
+    def _parse_name_parts(self) -> list[exp.Identifier]:
+        """A dotted multi-part name, one identifier per part."""
+        parts: list[exp.Identifier] = []
+        while True:
+            part = self._parse_id_var(any_token=True)
+            if not isinstance(part, exp.Identifier):
+                self.raise_error("Expecting a name")
+                return parts
+            parts.append(part)
+            if not self._match(TokenType.DOT):
+                return parts
+
+    def _parse_call(self) -> CallProcedure:
+        name = self._parse_name_parts()
+        args = self._parse_wrapped_csv(self._parse_lambda)
+        return self.expression(CallProcedure(this=exp.Tuple(expressions=name), expressions=args))
+
+    def _parse_explain(self) -> ExplainStatement:
+        mode = self._prev.text.upper() if self._match_texts(_EXPLAIN_MODES) else None
+        inner = self._parse_statement()
+        if inner is None:
+            self.raise_error("Expecting a statement after EXPLAIN")
+        return self.expression(ExplainStatement(this=inner, mode=mode))
+
+    def _parse_show_objects(self, kind: str) -> ShowObjects:
+        parent = None
+        if self._match_set((TokenType.IN, TokenType.FROM)):
+            parent = exp.Tuple(expressions=self._parse_name_parts())
+        self._match(TokenType.LIKE)
+        pattern = self._parse_string()
+        return self.expression(ShowObjects(this=exp.var(kind), parent=parent, pattern=pattern))
+
+    def _parse_create(self) -> exp.Create | exp.Command:
+        if self._curr and self._curr.text.upper() in _NAMESPACE_WORDS:
+            return self._parse_create_namespace()
+        return super()._parse_create()
+
+    def _parse_create_namespace(self) -> exp.Create:
+        """CREATE DATABASE|SCHEMA|NAMESPACE [IF NOT EXISTS] name [COMMENT c] [LOCATION l]
+        [WITH DBPROPERTIES|PROPERTIES (k=v, ...)], clauses in any order."""
+        kind = self._curr.text.upper()
+        self._advance()
+        exists = self._parse_exists(not_=True)
+        name = self._parse_table_parts(schema=True)
+        props: list[exp.Expr] = []
+        while self._curr:
+            if self._match(TokenType.COMMENT):
+                props.append(exp.Property(this=exp.Literal.string("comment"), value=self._parse_string()))
+            elif self._match_text_seq("LOCATION"):
+                props.append(exp.Property(this=exp.Literal.string("location"), value=self._parse_string()))
+            elif self._match_text_seq("WITH", "DBPROPERTIES") or self._match_text_seq("WITH", "PROPERTIES"):
+                props.extend(self._parse_wrapped_csv(self._parse_property))
+            else:
+                self.raise_error("Expecting COMMENT, LOCATION or WITH DBPROPERTIES")
+                break
+        return self.expression(
+            exp.Create(this=name, kind=kind, exists=exists,
+                       properties=exp.Properties(expressions=props) if props else None)
+        )
+
+    def _parse_unset_properties(self) -> UnsetTableProperties | None:
+        if not self._match_text_seq("TBLPROPERTIES"):
+            return None
+        exists = self._parse_exists()
+        keys = self._parse_wrapped_csv(lambda: self._parse_string() or self._parse_column())
+        return self.expression(UnsetTableProperties(expressions=keys, exists=exists))
+
+    def _parse_partition_field_action(self, action: str) -> exp.Expr | None:
+        if not self._match_text_seq("PARTITION", "FIELD"):
+            return None
+        term = self._parse_partition_term()
+        if action == "DROP":
+            return self.expression(DropPartitionField(this=term))
+        if action == "REPLACE":
+            if not self._match(TokenType.WITH):
+                self.raise_error("Expecting WITH")
+            new = self._parse_partition_term()
+            return self.expression(ReplacePartitionField(this=term, expression=new, alias=self._parse_field_alias()))
+        return self.expression(AddPartitionField(this=term, alias=self._parse_field_alias()))
+
+    def _parse_field_alias(self) -> exp.Expr | None:
+        if not self._match(TokenType.ALIAS):
+            return None
+        alias = self._parse_id_var(any_token=True)
+        if alias is None:
+            self.raise_error("Expecting a partition field name after AS")
+        return alias
+
+    def _parse_partition_term(self) -> exp.Expr:
+        """A column path, or transform(args) whose args are numbers or column paths."""
+        index = self._index
+        name = self._parse_id_var(any_token=True)
+        if isinstance(name, exp.Identifier) and self._match(TokenType.L_PAREN):
+            args = self._parse_csv(lambda: self._parse_number() or self._parse_column())
+            self._match_r_paren()
+            return self.expression(exp.Anonymous(this=name.name, expressions=args))
+        self._retreat(index)
+        column = self._parse_column()
+        if column is None:
+            self.raise_error("Expecting a partition transform or column")
+        return column  # type: ignore[return-value]
+
+    def _parse_alter_table_alter(self) -> exp.Expr | None:
+        self._match(TokenType.COLUMN)
+        column = self._parse_column()
+        if column is None:
+            return None
+        args: dict[str, object] = {"this": column}
+        if self._match_text_seq("TYPE"):
+            args["dtype"] = self._parse_types()
+        elif self._match(TokenType.COMMENT):
+            args["comment"] = self._parse_string()
+        elif self._match_text_seq("SET", "NOT", "NULL"):
+            args["not_null"] = exp.true()
+        elif self._match_text_seq("DROP", "NOT", "NULL"):
+            args["not_null"] = exp.false()
+        elif self._match_text_seq("FIRST"):
+            args["position"] = exp.ColumnPosition(position="FIRST")
+        elif self._match_text_seq("AFTER"):
+            args["position"] = exp.ColumnPosition(this=self._parse_column(), position="AFTER")
+        else:
+            return None
+        return self.expression(AlterColumnAction(**args))
+
+    def _parse_when_matched(self) -> exp.Whens:
+        """Spark's MERGE clauses, strictly: each kind of clause allows only its own actions."""
+        whens = []
+        while self._match(TokenType.WHEN):
+            start = self._prev
+            matched = not self._match(TokenType.NOT)
+            if not self._match_text_seq("MATCHED"):
+                self.raise_error("Expecting MATCHED")
+            by_source = False
+            if not matched and self._match_text_seq("BY", "SOURCE"):
+                by_source = True
+            elif not matched:
+                self._match_text_seq("BY", "TARGET")
+            condition = self._parse_disjunction() if self._match(TokenType.AND) else None
+            if not self._match(TokenType.THEN):
+                self.raise_error("Expecting THEN")
+            then = self._parse_merge_action(matched, by_source)
+            whens.append(self.expression(
+                exp.When(matched=matched, source=by_source, condition=condition, then=then),
+                token=start,
+            ))
+        return self.expression(exp.Whens(expressions=whens))
+
+    def _parse_merge_action(self, matched: bool, by_source: bool) -> exp.Expr | None:
+        token = self._curr
+        if self._match(TokenType.DELETE):
+            if not (matched or by_source):
+                self._merge_action_error(token, "DELETE", "WHEN NOT MATCHED")
+            return exp.var("DELETE")
+        if self._match(TokenType.UPDATE):
+            if not (matched or by_source):
+                self._merge_action_error(token, "UPDATE", "WHEN NOT MATCHED")
+            if not self._match(TokenType.SET):
+                self.raise_error("Expecting SET")
+            if self._match(TokenType.STAR):
+                if by_source:
+                    self._merge_action_error(self._prev, "UPDATE SET *", "WHEN NOT MATCHED BY SOURCE")
+                return self.expression(exp.Update(expressions=[exp.Star()]))
+            return self.expression(exp.Update(expressions=self._parse_csv(self._parse_update_assignment)))
+        if self._match(TokenType.INSERT):
+            if matched or by_source:
+                where = "WHEN MATCHED" if matched else "WHEN NOT MATCHED BY SOURCE"
+                self._merge_action_error(token, "INSERT", where)
+            if self._match(TokenType.STAR):
+                return self.expression(exp.Insert(this=exp.Star()))
+            columns = self._parse_wrapped_csv(self._parse_column)
+            if not self._match_text_seq("VALUES"):
+                self.raise_error("Expecting VALUES")
+            return self.expression(exp.Insert(this=exp.Tuple(expressions=columns),
+                                              expression=self._parse_value()))
+        self.raise_error("Expecting UPDATE, DELETE or INSERT")
+        return None
+
+    def _merge_action_error(self, token: Token | None, action: str, clause: str) -> None:
+        self.raise_error(f"{action} is not allowed in {clause}", token)  # type: ignore[arg-type]
+
+
+class PyIceSpark(Spark):
+    """The dialect every statement is parsed with."""
+
+    class Tokenizer(Spark.Tokenizer):
+        # CALL and EXPLAIN are COMMAND keywords in sqlglot, which makes the tokenizer turn the
+        # rest of the statement into one string; as plain words the parser sees real tokens.
+        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k not in ("CALL", "EXPLAIN")}
+        COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW}
+
+    Parser = PyIceSparkParser
