@@ -1,0 +1,13 @@
+"""pyice_sql: row-level SQL (MERGE INTO, UPDATE, DELETE) for Apache Iceberg tables on PySpark.
+
+    import pyice_sql
+    ice = pyice_sql.connect()            # local Spark, filesystem warehouse ./warehouse
+    ice.sql("CREATE TABLE local.db.t (id bigint, s string) USING iceberg")
+    ice.sql("INSERT INTO local.db.t VALUES (1, 'a')")
+    ice.sql("SELECT * FROM local.db.t").show()
+"""
+from pyice_sql.errors import PyIceError
+from pyice_sql.session import IceSession, connect
+
+__version__ = "0.1.0"
+__all__ = ["IceSession", "PyIceError", "connect", "__version__"]

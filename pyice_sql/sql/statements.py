@@ -400,6 +400,11 @@ def tables_read(expression: exp.Expression) -> tuple[TableRef, ...]:
     return tuple(refs)
 
 
+def table_ref_of(table: exp.Table) -> TableRef | None:
+    """The pyice TableRef the parser attached to a table node, or None for Spark's tables."""
+    return table.meta.get(_REF_KEY)
+
+
 def replace_tables(expression: exp.Expression, view_name: Callable[[TableRef], str]) -> exp.Expression:
     """A copy of `expression` reading temp view `view_name(ref)` wherever it read pyice table `ref`.
 

@@ -1,0 +1,414 @@
+"""IceSession: the `session.sql()` replacement.
+
+`ice.sql(text)` splits a script into statements, parses each with the pyice dialect and
+routes it: statements on tables of a pyice catalog run here (DDL, INSERT, SELECT, MERGE,
+UPDATE, DELETE, CALL, EXPLAIN); everything else goes to `spark.sql` unchanged. A SELECT that
+reads pyice tables is run by Spark after each pyice table is replaced by a temp view over a
+planned scan (pruned with the query's WHERE on that table), so every Spark SQL feature works
+on top of Iceberg reads.
+"""
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import os
+from typing import Any, Mapping
+
+from pyspark.sql import DataFrame, SparkSession, functions as F
+
+from pyice_sql import ddl
+from pyice_sql.catalog.base import Catalog, Table, TableIdentifier
+from pyice_sql.catalog.hadoop import HadoopCatalog
+from pyice_sql.catalog.sql import SqlCatalog
+from pyice_sql.commit.producer import publish_metadata
+from pyice_sql.errors import (
+    AnalysisError, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, NotNullViolationError,
+    PyIceError, TableAlreadyExistsError, UnsupportedError,
+)
+from pyice_sql.expr.from_sql import to_predicate
+from pyice_sql.io.fileio import is_local, local_path
+from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, eq
+from pyice_sql.model.conversions import to_internal
+from pyice_sql.runtime import Runtime, local_session
+from pyice_sql.scan.metadata_tables import metadata_table
+from pyice_sql.scan.table_scan import TimeTravel, scan
+from pyice_sql.sql import statements as st
+from pyice_sql.sql.script import split_script, substitute_variables
+from pyice_sql.write.data_writer import quote
+from pyice_sql.write.operations import append, overwrite
+
+_view_ids = itertools.count()
+
+
+class IceSession:
+    """Runs SQL on pyice catalogs; see `connect`."""
+
+    def __init__(self, spark: SparkSession, runtime: Runtime, catalogs: dict[str, Catalog],
+                 default_catalog: str) -> None:
+        self.spark = spark
+        self.runtime = runtime
+        self.catalogs = catalogs
+        self.current_catalog = default_catalog
+        self.current_namespace: tuple[str, ...] = ()
+        self.last_plan = None  # the ScanPlan of the most recent single-table read (EXPLAIN, tests)
+
+    # --- public API -----------------------------------------------------------------------
+    def sql(self, text: str, variables: Mapping[str, str] | None = None, **sources: DataFrame) -> DataFrame:
+        """Run a statement or a `;`-separated script; returns the last statement's result.
+
+        Keyword arguments bind DataFrames as temp views by name (e.g. a MERGE source).
+        """
+        for name, df in sources.items():
+            df.createOrReplaceTempView(name)
+        result: DataFrame | None = None
+        for stmt in split_script(text):
+            sql = substitute_variables(stmt.sql, variables or {}, stmt.position) if variables else stmt.sql
+            result = self.execute(sql, stmt.position)
+        if result is None:
+            return self.spark.createDataFrame([], "result string")
+        return result
+
+    def table(self, name: str) -> DataFrame:
+        """The current rows of a pyice table as a DataFrame."""
+        table = self.load(*self._resolve_name(name))
+        df, self.last_plan = scan(self.spark, table)
+        return df
+
+    def append(self, name: str, df: DataFrame) -> None:
+        """Append a DataFrame (columns matched by name) to a pyice table."""
+        table = self.load(*self._resolve_name(name))
+        cols = {c.lower(): c for c in df.columns}
+        missing = [f.name for f in table.metadata.schema().fields if f.name.lower() not in cols]
+        extra = [c for c in df.columns if table.metadata.schema().find_field(c) is None]
+        if extra:
+            raise AnalysisError(f"columns {extra} are not in table {table.full_name}")
+        df = df.select(*[F.col(quote(cols[f.name.lower()])).alias(f.name) if f.name.lower() in cols
+                         else F.lit(None).alias(f.name) for f in table.metadata.schema().fields])
+        self._check_required(table, df, missing)
+        append(self.runtime, table, df)
+
+    # --- routing --------------------------------------------------------------------------
+    def execute(self, sql: str, position=None) -> DataFrame:
+        stmt = st.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
+                                  is_temp_view=self._is_temp_view, start=position)
+        try:
+            return self._run(stmt)
+        except PyIceError as e:
+            if e.sql is None:
+                e.sql = sql
+            raise
+
+    def _run(self, stmt: st.Statement) -> DataFrame:
+        handler = getattr(self, "_do_" + type(stmt).__name__, None)
+        if handler is None:
+            raise UnsupportedError(f"{type(stmt).__name__} is not supported yet")
+        out = handler(stmt)
+        return out if out is not None else self._ok()
+
+    def _ok(self) -> DataFrame:
+        return self.spark.createDataFrame([], "result string")
+
+    def _is_temp_view(self, name: str) -> bool:
+        return any(t.name.lower() == name.lower() and t.isTemporary for t in self.spark.catalog.listTables())
+
+    # --- names and loading ------------------------------------------------------------------
+    def _resolve_name(self, name: str) -> tuple[str, TableIdentifier]:
+        parts = name.split(".")
+        if parts[0] in self.catalogs and len(parts) >= 3:
+            return parts[0], TableIdentifier(tuple(parts[1:-1]), parts[-1])
+        if len(parts) == 1:
+            return self.current_catalog, TableIdentifier(self.current_namespace, parts[0])
+        return self.current_catalog, TableIdentifier(tuple(parts[:-1]), parts[-1])
+
+    def _ref_ident(self, ref: st.TableRef) -> tuple[str, TableIdentifier]:
+        catalog = ref.catalog or self.current_catalog
+        if catalog not in self.catalogs:
+            raise AnalysisError(f"unknown catalog {catalog!r}", position=ref.position)
+        namespace = ref.namespace or self.current_namespace
+        if not namespace:
+            raise AnalysisError(f"table {ref.name!r} needs a namespace (db.table)", position=ref.position)
+        return catalog, TableIdentifier(namespace, ref.name)
+
+    def load(self, catalog: str, ident: TableIdentifier) -> Table:
+        return self.catalogs[catalog].load_table(ident)
+
+    def load_ref(self, ref: st.TableRef) -> Table:
+        try:
+            return self.load(*self._ref_ident(ref))
+        except NoSuchTableError as e:
+            e.position = e.position or ref.position
+            raise
+
+    # --- queries ------------------------------------------------------------------------------
+    def _do_PassThrough(self, stmt: st.PassThrough) -> DataFrame:
+        return self.spark.sql(stmt.sql)
+
+    def query_frame(self, query: st.Query) -> DataFrame:
+        """Run a query that reads pyice tables: each becomes a temp view over a pruned scan."""
+        views: dict[st.TableRef, str] = {}
+        counts: dict[st.TableRef, int] = {}
+        for table in query.expression.find_all(st.exp.Table):
+            ref = st.table_ref_of(table)
+            if ref is not None:
+                counts[ref] = counts.get(ref, 0) + 1
+        try:
+            for ref in query.tables:
+                name = f"__pyice_{next(_view_ids)}"
+                self.scan_ref(ref, self._pushdown(query.expression, ref) if counts.get(ref) == 1 else None
+                              ).createOrReplaceTempView(name)
+                views[ref] = name
+            sql = st.replace_tables(query.expression, lambda r: views[r]).sql(dialect="spark")
+            return self.spark.sql(sql)
+        finally:
+            for name in views.values():
+                self.spark.catalog.dropTempView(name)
+
+    def scan_ref(self, ref: st.TableRef, row_filter: Expression | None = None) -> DataFrame:
+        table = self.load_ref(ref)
+        if ref.metadata_table:
+            return metadata_table(self.spark, table, ref.metadata_table, ref.snapshot_id)
+        travel = TimeTravel(ref.snapshot_id, ref.ref, ref.as_of_timestamp)
+        df, self.last_plan = scan(self.spark, table, row_filter, travel)
+        return df
+
+    def _pushdown(self, expression: st.exp.Expression, ref: st.TableRef) -> Expression | None:
+        """The WHERE conjuncts on `ref` in its own SELECT, when that SELECT has no joins."""
+        for table in expression.find_all(st.exp.Table):
+            if st.table_ref_of(table) != ref:
+                continue
+            select = table.find_ancestor(st.exp.Select)
+            if select is None or select.args.get("joins") or select.args.get("where") is None:
+                return None
+            if table.find_ancestor(st.exp.From) is None or table.find_ancestor(st.exp.From).parent is not select:
+                return None
+            tbl = self.load_ref(ref)
+            schema = tbl.metadata.schema()
+            qualifiers = {(ref.alias or ref.name).lower(), ref.name.lower()}
+
+            def is_target(col: st.exp.Column) -> str | None:
+                if col.table and col.table.lower() not in qualifiers:
+                    return None
+                return col.name if schema.find_field(col.name) is not None else None
+
+            return to_predicate(select.args["where"].this, is_target, schema, "inclusive")
+        return None
+
+    def _do_Query(self, stmt: st.Query) -> DataFrame:
+        return self.query_frame(stmt)
+
+    # --- namespaces and DDL ---------------------------------------------------------------
+    def _do_CreateNamespace(self, stmt: st.CreateNamespace) -> None:
+        try:
+            self.catalogs[stmt.catalog].create_namespace(stmt.namespace)
+        except NamespaceAlreadyExistsError:
+            if not stmt.if_not_exists:
+                raise
+
+    def _do_DropNamespace(self, stmt: st.DropNamespace) -> None:
+        catalog = self.catalogs[stmt.catalog]
+        try:
+            if stmt.cascade:
+                for ident in catalog.list_tables(stmt.namespace):
+                    catalog.drop_table(ident, purge=True)
+            catalog.drop_namespace(stmt.namespace)
+        except NoSuchNamespaceError:
+            if not stmt.if_exists:
+                raise
+
+    def _do_ShowNamespaces(self, stmt: st.ShowNamespaces) -> DataFrame:
+        rows = [(".".join(ns),) for ns in self.catalogs[stmt.catalog].list_namespaces()
+                if not stmt.pattern or _like(".".join(ns), stmt.pattern)]
+        return self.spark.createDataFrame(rows, "namespace string")
+
+    def _do_ShowTables(self, stmt: st.ShowTables) -> DataFrame:
+        namespace = stmt.namespace or self.current_namespace
+        rows = [(".".join(i.namespace), i.name, False) for i in self.catalogs[stmt.catalog].list_tables(namespace)
+                if not stmt.pattern or _like(i.name, stmt.pattern)]
+        return self.spark.createDataFrame(rows, "namespace string, tableName string, isTemporary boolean")
+
+    def _do_UseNamespace(self, stmt: st.UseNamespace) -> None:
+        if stmt.catalog is not None:
+            self.current_catalog = stmt.catalog
+        self.current_namespace = stmt.namespace
+
+    def _do_Describe(self, stmt: st.Describe) -> DataFrame:
+        table = self.load_ref(stmt.table)
+        md = table.metadata
+        rows = [(f.name, str(f.type), f.doc) for f in md.schema().fields]
+        if md.spec().fields:
+            rows += [("", "", ""), ("# Partitioning", "", "")]
+            rows += [(f"Part {i}", f"{f.transform}({md.schema().find_field(f.source_id).name})"
+                      if md.schema().find_field(f.source_id) else str(f.transform), "")
+                     for i, f in enumerate(md.spec().fields)]
+        if stmt.extended:
+            snap = md.current_snapshot()
+            rows += [("", "", ""), ("# Metadata", "", ""), ("Name", table.full_name, ""),
+                     ("Location", md.location, ""), ("Format", f"iceberg/parquet (v{md.format_version})", ""),
+                     ("Current snapshot", str(snap.snapshot_id) if snap else "", ""),
+                     ("Properties", ", ".join(f"{k}={v}" for k, v in sorted(md.properties.items())), "")]
+        return self.spark.createDataFrame(rows, "col_name string, data_type string, comment string")
+
+    def _do_CreateTable(self, stmt: st.CreateTable) -> DataFrame | None:
+        catalog_name, ident = self._ref_ident(stmt.table)
+        catalog = self.catalogs[catalog_name]
+        if catalog.table_exists(ident):
+            if stmt.if_not_exists:
+                return None
+            if not stmt.replace:
+                raise TableAlreadyExistsError(f"table {catalog_name}.{ident} already exists",
+                                              position=stmt.table.position)
+            raise UnsupportedError("CREATE OR REPLACE TABLE on an existing table is not supported yet",
+                                   position=stmt.table.position)
+        source = self.query_frame(stmt.as_select) if stmt.as_select is not None else None
+        if stmt.columns:
+            struct = ddl.columns_to_struct(stmt.columns)
+        elif source is not None:
+            struct = source.schema
+        else:
+            raise AnalysisError("CREATE TABLE needs columns or AS SELECT", position=stmt.table.position)
+        location = stmt.location or catalog.default_location(ident)
+        md = ddl.create_metadata(struct, stmt.partitioning, location, stmt.properties)
+        table = catalog.create_table(ident, md)
+        if source is not None:
+            append(self.runtime, table, self._align(table, source, None))
+        return None
+
+    def _do_DropTable(self, stmt: st.DropTable) -> None:
+        catalog_name, ident = self._ref_ident(stmt.table)
+        try:
+            self.catalogs[catalog_name].drop_table(ident, purge=stmt.purge)
+        except NoSuchTableError:
+            if not stmt.if_exists:
+                raise
+
+    def _alter(self, ref: st.TableRef, change) -> None:
+        table = self.load_ref(ref)
+        publish_metadata(table, change(table.metadata))
+
+    def _do_AlterTableAddColumns(self, stmt: st.AlterTableAddColumns) -> None:
+        self._alter(stmt.table, lambda md: ddl.add_columns(md, stmt.columns))
+
+    def _do_AlterTableDropColumns(self, stmt: st.AlterTableDropColumns) -> None:
+        self._alter(stmt.table, lambda md: ddl.drop_columns(md, stmt.columns, stmt.if_exists))
+
+    def _do_AlterTableRenameColumn(self, stmt: st.AlterTableRenameColumn) -> None:
+        self._alter(stmt.table, lambda md: ddl.rename_column(md, stmt.column, stmt.new_name))
+
+    def _do_AlterTableAlterColumn(self, stmt: st.AlterTableAlterColumn) -> None:
+        self._alter(stmt.table, lambda md: ddl.alter_column(md, stmt.column, stmt.new_type, stmt.comment,
+                                                            stmt.not_null))
+
+    def _do_AlterTableSetProperties(self, stmt: st.AlterTableSetProperties) -> None:
+        self._alter(stmt.table, lambda md: md.set_properties(stmt.properties))
+
+    def _do_AlterTableUnsetProperties(self, stmt: st.AlterTableUnsetProperties) -> None:
+        def change(md):
+            missing = [k for k in stmt.keys if k not in md.properties]
+            if missing and not stmt.if_exists:
+                raise AnalysisError(f"table properties {missing} are not set", position=stmt.table.position)
+            return md.remove_properties(stmt.keys)
+        self._alter(stmt.table, change)
+
+    def _do_AlterTableAddPartitionField(self, stmt: st.AlterTableAddPartitionField) -> None:
+        self._alter(stmt.table, lambda md: ddl.add_partition_field(md, stmt.field, stmt.name))
+
+    def _do_AlterTableDropPartitionField(self, stmt: st.AlterTableDropPartitionField) -> None:
+        self._alter(stmt.table, lambda md: ddl.drop_partition_field(md, stmt.field))
+
+    def _do_AlterTableReplacePartitionField(self, stmt: st.AlterTableReplacePartitionField) -> None:
+        self._alter(stmt.table, lambda md: ddl.replace_partition_field(md, stmt.old, stmt.new, stmt.name))
+
+    # --- writes -------------------------------------------------------------------------------
+    def _align(self, table: Table, df: DataFrame, columns: tuple[str, ...] | None,
+               static: Mapping[str, Any] | None = None) -> DataFrame:
+        """Map query output to table columns by position (Spark's INSERT rule), or by the given list."""
+        schema = table.metadata.schema()
+        static = {k.lower(): v for k, v in (static or {}).items()}
+        targets = list(columns) if columns else [f.name for f in schema.fields if f.name.lower() not in static]
+        if len(df.columns) != len(targets):
+            raise AnalysisError(f"cannot write to {table.full_name}: the query has {len(df.columns)} columns, "
+                                f"the table expects {len(targets)} ({', '.join(targets)})")
+        for name in targets:
+            if schema.find_field(name) is None:
+                raise AnalysisError(f"column {name!r} is not in table {table.full_name}")
+        given = {t.lower(): F.col(quote(c)) for t, c in zip(targets, df.columns)}
+        cols, missing = [], []
+        for f in schema.fields:
+            if f.name.lower() in given:
+                cols.append(given[f.name.lower()].alias(f.name))
+            elif f.name.lower() in static:
+                cols.append(F.lit(static[f.name.lower()]).alias(f.name))
+            else:
+                missing.append(f.name)
+                cols.append(F.lit(None).alias(f.name))
+        out = df.select(*cols)
+        self._check_required(table, out, missing)
+        return out
+
+    @staticmethod
+    def _check_required(table: Table, df: DataFrame, missing: list[str]) -> None:
+        for f in table.metadata.schema().fields:
+            if f.required and f.name in missing:
+                raise NotNullViolationError(f"column {f.name!r} of {table.full_name} is NOT NULL and has no value")
+
+    def _do_Insert(self, stmt: st.Insert) -> None:
+        table = self.load_ref(stmt.table)
+        df = self._align(table, self.query_frame(stmt.query), stmt.columns, stmt.static_partition)
+        df = _assert_not_null(table, df)
+        if not stmt.overwrite:
+            append(self.runtime, table, df)
+            return
+        mode = self.spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static").lower()
+        if stmt.static_partition or mode != "dynamic":
+            schema = table.metadata.schema()
+            flt: Expression = AlwaysTrue()
+            for k, v in stmt.static_partition.items():
+                field = schema.find_field(k)
+                if field is None:
+                    raise AnalysisError(f"partition column {k!r} is not in table {table.full_name}")
+                flt = And(flt, eq(field.name, to_internal(field.type, v)))
+            overwrite(self.runtime, table, df, dynamic=False, static_filter=flt)
+        else:
+            overwrite(self.runtime, table, df, dynamic=True)
+
+
+def _assert_not_null(table: Table, df: DataFrame) -> DataFrame:
+    """Fail the write job on a NULL in a required column (checked inline, no extra pass)."""
+    cols = []
+    for f in table.metadata.schema().fields:
+        c = F.col(quote(f.name))
+        if f.required:
+            c = F.when(c.isNull(), F.raise_error(F.lit(
+                f"NOT NULL violation: NULL value for required column {f.name} of {table.full_name}"))).otherwise(c)
+        cols.append(c.alias(f.name))
+    return df.select(*cols)
+
+
+def _like(value: str, pattern: str) -> bool:
+    """SHOW ... LIKE: Spark's patterns use * and | ; SQL's % and _ are accepted too."""
+    return any(fnmatch.fnmatch(value.lower(), p.strip().lower().replace("%", "*").replace("_", "?"))
+               for p in pattern.split("|"))
+
+
+
+def make_catalog(name: str, kind: str, warehouse: str, uri: str | None, runtime_io) -> Catalog:
+    if kind == "hadoop":
+        return HadoopCatalog(name, warehouse, runtime_io)
+    if kind in ("sql", "sqlite", "jdbc"):
+        return SqlCatalog(name, uri or os.path.join(warehouse, "catalog.db"), warehouse, runtime_io)
+    raise AnalysisError(f"unknown catalog type {kind!r} for catalog {name!r}: use 'hadoop' or 'sql'")
+
+
+def connect(spark: SparkSession | None = None, warehouse: str = "./warehouse", catalog: str = "local",
+            catalog_type: str = "hadoop", uri: str | None = None) -> IceSession:
+    """Open a pyice_sql session; creates a local SparkSession when none is given.
+
+    `catalog_type` 'hadoop' is a filesystem warehouse (Iceberg's Hadoop layout); 'sql' keeps the
+    catalog in a SQLite file (`uri`, default `<warehouse>/catalog.db`) compatible with PyIceberg.
+    """
+    spark = spark or local_session()
+    runtime = Runtime.attach(spark)
+    if is_local(warehouse):
+        os.makedirs(local_path(warehouse), exist_ok=True)
+    catalogs = {catalog: make_catalog(catalog, catalog_type, warehouse, uri, runtime.io_for)}
+    return IceSession(spark, runtime, catalogs, catalog)
