@@ -1,0 +1,347 @@
+"""The JVM shim: Parquet footer stats, Iceberg bucket UDF, no-clobber file operations, both load paths."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+import zipfile
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+MASK = 0x7FFFFFFF
+
+
+@pytest.fixture(scope="module")
+def shim(spark):
+    from pyice_sql.jvm.bridge import load_shim
+
+    handle = load_shim(spark)
+    handle.register_bucket_udf()
+    return handle
+
+
+def _jar_on_spark_jars(spark) -> bool:
+    from pyice_sql.jvm.bridge import shim_jar
+
+    return Path(shim_jar()).name in spark.sparkContext.getConf().get("spark.jars", "")
+
+
+def test_handshake_and_mode(spark, shim):
+    from pyice_sql.jvm.bridge import load_shim, shim_version
+
+    # The shared session (tests/conftest.py) normally has the jar on spark.jars; either way the mode must
+    # follow the class path, and the other load path is covered by test_load_path_in_fresh_jvm.
+    assert shim.mode == ("classpath" if _jar_on_spark_jars(spark) else "loader")
+    assert shim.version == shim_version()
+    assert load_shim(spark)._core is shim._core  # loaded once per SparkContext
+
+
+def test_jar_is_built_once_and_cached(tmp_path):
+    from pyice_sql.jvm.bridge import shim_jar, shim_version
+
+    jar = shim_jar(cache_dir=tmp_path)
+    assert shim_jar(cache_dir=tmp_path) == jar
+    assert [p.name for p in tmp_path.iterdir()] == [Path(jar).name]  # temp build dir cleaned up
+    with zipfile.ZipFile(jar) as z:
+        names = set(z.namelist())
+        assert {"pyice/shim/FooterStats.class", "pyice/shim/Bucket.class", "pyice/shim/BucketUDF.class",
+                "pyice/shim/FileOps.class", "pyice/shim/Shim.class"} <= names
+        assert z.read("pyice/shim/build-id.txt").decode() == shim_version().split("+")[1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Footer stats against pyarrow's reading of the same file
+
+
+def _footer_fixture(spark, out: Path) -> str:
+    from pyspark.sql.types import (BinaryType, BooleanType, DecimalType, DoubleType, IntegerType, LongType,
+                                   StringType, StructField, StructType, TimestampType)
+
+    def f(name, typ, fid):
+        return StructField(name, typ, True, {"parquet.field.id": fid})
+
+    schema = StructType([
+        f("id", LongType(), 1), f("name", StringType(), 2), f("price", DecimalType(10, 2), 3),
+        f("flag", BooleanType(), 4), f("score", DoubleType(), 5), f("ts", TimestampType(), 6),
+        f("raw", BinaryType(), 7), f("sparse", StringType(), 8),
+        f("nested", StructType([f("a", IntegerType(), 10), f("b", StringType(), 11)]), 9),
+        f("small", IntegerType(), 12), f("big", StringType(), 13),
+        f("fnan", DoubleType(), 14),
+    ])
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    names = ["alpha", "Zulu", "é-accent", "😀 emoji", "", "zz\u00ff"]
+    rows = []
+    for i in range(1200):
+        rows.append((
+            i * 3 - 500,
+            None if i % 7 == 0 else f"{names[i % len(names)]}{i}",
+            Decimal(i * 17 - 9000) / 100,
+            i % 3 == 0,
+            None if i % 11 == 0 else (i - 600) / 7.0,
+            base + dt.timedelta(seconds=i * 3607),
+            bytes([(i * 37) % 256, 255 - i % 256, 0]),
+            None if i < 700 else f"s{i % 97}",
+            (i - 50 if i % 5 else None, f"n{i % 13}"),
+            -(i % 301) if i % 2 else i % 257,
+            "b" * 5000 if i == 1000 else f"b{i}",  # parquet-mr keeps no min/max above 4 KiB
+            float("nan") if i == 0 else i / 2,  # NaN first: the chunk's min/max are NaN
+        ))
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    (spark.createDataFrame(rows, schema).coalesce(1).write
+     .option("parquet.block.size", 4096).option("compression", "snappy").parquet(str(out)))
+    files = sorted(out.glob("*.parquet"))
+    assert len(files) == 1
+    return str(files[0])
+
+
+def _decode(physical: str, hexval: str):
+    raw = bytes.fromhex(hexval)
+    return {"INT32": lambda: struct.unpack("<i", raw)[0], "INT64": lambda: struct.unpack("<q", raw)[0],
+            "FLOAT": lambda: struct.unpack("<f", raw)[0], "DOUBLE": lambda: struct.unpack("<d", raw)[0],
+            "BOOLEAN": lambda: raw != b"\x00"}.get(physical, lambda: raw)()
+
+
+def _arrow_field_id(arrow_schema, path: list[str]) -> int | None:
+    field = arrow_schema.field(path[0])
+    for name in path[1:]:
+        field = field.type.field(name)
+    md = field.metadata or {}
+    return int(md[b"PARQUET:field_id"]) if b"PARQUET:field_id" in md else None
+
+
+def _lacks_bounds(s) -> bool:
+    return not s.has_min_max or any(isinstance(v, float) and math.isnan(v) for v in (s.min_raw, s.max_raw))
+
+
+def test_footer_stats_match_pyarrow(spark, shim, tmp_path):
+    import pyarrow.parquet as pq
+
+    path = _footer_fixture(spark, tmp_path / "t")
+    [stats] = shim.footer_stats([path])
+    pf = pq.ParquetFile(path)
+    md = pf.metadata
+    assert md.num_row_groups > 1, "fixture should span several row groups"
+
+    assert stats["path"] == path
+    assert stats["length"] == os.path.getsize(path)
+    assert stats["rowCount"] == md.num_rows == 1200
+    assert stats["rowGroups"] == md.num_row_groups
+
+    def start(c):
+        d = c.dictionary_page_offset
+        return d if c.has_dictionary_page and d is not None and 0 < d < c.data_page_offset else c.data_page_offset
+
+    rgs = [md.row_group(r) for r in range(md.num_row_groups)]
+    assert stats["splitOffsets"] == sorted(min(start(rg.column(j)) for j in range(rg.num_columns)) for rg in rgs)
+
+    cols = stats["columns"]
+    assert [".".join(c["path"]) for c in cols] == [md.schema.column(j).path for j in range(md.num_columns)]
+    for j, col in enumerate(cols):
+        chunks = [rg.column(j) for rg in rgs]
+        where = col["path"]
+        assert col["fieldId"] == _arrow_field_id(pf.schema_arrow, col["path"]), where
+        assert {"BINARY": "BYTE_ARRAY"}.get(col["physicalType"], col["physicalType"]) == chunks[0].physical_type
+        assert col["compressedSize"] == sum(c.total_compressed_size for c in chunks), where
+        assert col["valueCount"] == sum(c.num_values for c in chunks), where
+        sts = [c.statistics for c in chunks]
+        if not all(s is not None and s.has_null_count for s in sts):  # a chunk without statistics
+            assert col["nullCount"] is None and col["min"] is None and col["max"] is None, where
+            continue
+        assert col["nullCount"] == sum(s.null_count for s in sts), where
+        with_values = [s for s in sts if s.has_min_max]
+        if any(_lacks_bounds(s) and s.null_count < c.num_values for s, c in zip(sts, chunks)):
+            assert col["min"] is None and col["max"] is None, where
+            continue
+        assert with_values, where
+        assert _decode(col["physicalType"], col["min"]) == min(s.min_raw for s in with_values), where
+        assert _decode(col["physicalType"], col["max"]) == max(s.max_raw for s in with_values), where
+
+    by_name = {".".join(c["path"]): c for c in cols}
+    assert [by_name[n]["fieldId"] for n in ("id", "nested.a", "nested.b", "small")] == [1, 10, 11, 12]
+    assert by_name["name"]["logicalType"] == "STRING"
+    assert by_name["price"]["logicalType"] == "DECIMAL(10,2)" and by_name["price"]["physicalType"] == "INT64"
+    assert by_name["ts"]["logicalType"] == "TIMESTAMP(MICROS,true)"
+    assert by_name["id"]["logicalType"] is None
+    # parquet-mr drops a chunk's statistics above 4 KiB: that column gets no bounds and no null count
+    assert by_name["big"]["min"] is None and by_name["big"]["max"] is None and by_name["big"]["nullCount"] is None
+    assert by_name["big"]["valueCount"] == 1200
+    # parquet-mr ignores NaN min/max when reading: the null count stays, the bounds go
+    assert by_name["fnan"]["min"] is None and by_name["fnan"]["nullCount"] == 0
+    # all-null chunks (sparse is null in the first row groups) do not hide the other chunks' bounds
+    sparse = [md.schema.column(j).path for j in range(md.num_columns)].index("sparse")
+    assert any(not rg.column(sparse).statistics.has_min_max for rg in rgs)
+    assert bytes.fromhex(by_name["sparse"]["min"]) == b"s0"
+    # signed ints and unsigned (byte-wise) strings are compared with the column's comparator
+    assert _decode("INT32", by_name["small"]["min"]) == -300
+    assert bytes.fromhex(by_name["name"]["max"]).decode() == max(
+        (r for r in pq.read_table(path, columns=["name"]).column(0).to_pylist() if r is not None),
+        key=lambda s: s.encode())
+
+
+def test_footer_stats_many_files_keep_order(spark, shim, tmp_path):
+    out = tmp_path / "many"
+    spark.range(0, 50, 1, 5).selectExpr("id", "id * 2 AS twice").write.parquet(str(out))
+    files = sorted(str(p) for p in out.glob("*.parquet"))
+    uris = ["file://" + files[0]] + files[1:]
+    stats = shim.footer_stats(uris)
+    assert [s["path"] for s in stats] == uris
+    assert sum(s["rowCount"] for s in stats) == 50
+    assert all(c["fieldId"] is None for s in stats for c in s["columns"])
+    assert shim.footer_stats([]) == []
+
+
+def test_footer_stats_missing_file_fails(shim, tmp_path):
+    with pytest.raises(Exception, match="no-such.parquet"):
+        shim.footer_stats([str(tmp_path / "no-such.parquet")])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Bucket UDF against the spec's vectors
+
+SPEC_VECTORS = [  # (Spark SQL expression, Iceberg bucket hash from the spec)
+    ("34", 2017239379),
+    ("CAST(34 AS BIGINT)", 2017239379),
+    ("'iceberg'", 1210000089),
+    ("CAST('14.20' AS DECIMAL(9,2))", -500754589),
+    ("14.20BD", -500754589),
+    ("X'00010203'", -188683207),
+    ("DATE'2017-11-16'", -653330422),
+    ("unix_date(DATE'2017-11-16')", -653330422),
+    ("TIMESTAMP'2017-11-16 22:31:08'", -2047944441),
+    ("unix_micros(TIMESTAMP'2017-11-16 22:31:08')", -2047944441),
+    ("unix_micros(TIMESTAMP'2017-11-16 22:31:08.000001')", -1207196810),
+]
+COUNTS = [1, 7, 16, 1000, 2147483647]
+
+
+def test_bucket_udf_spec_vectors(spark, shim):
+    exprs = [f"pyice_bucket({n}, {e})" for e, _ in SPEC_VECTORS for n in COUNTS]
+    row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
+    expected = [(h & MASK) % n for _, h in SPEC_VECTORS for n in COUNTS]
+    assert list(row) == expected
+
+
+def test_bucket_udf_on_executors(spark, shim):
+    # Values derived from a range column cannot be constant-folded: the UDF runs in executor tasks.
+    row = spark.range(0, 1, 1, 1).selectExpr(
+        "pyice_bucket(16, id + 34)", "pyice_bucket(16, concat('iceberg', repeat('x', id)))",
+        "pyice_bucket(16, CAST(id AS DECIMAL(9,2)) + CAST('14.20' AS DECIMAL(9,2)))",
+        "pyice_bucket(16, unhex(concat('0001020', CAST(id + 3 AS STRING))))",
+        "pyice_bucket(16, IF(id = 0, NULL, 'x'))", "pyice_bucket(CAST(NULL AS INT), id)",
+    ).collect()[0]
+    assert list(row) == [(2017239379 & MASK) % 16, (1210000089 & MASK) % 16, (-500754589 & MASK) % 16,
+                         (-188683207 & MASK) % 16, None, None]
+
+
+def test_bucket_udf_matches_mmh3(spark, shim):
+    mmh3 = pytest.importorskip("mmh3")
+    longs = [0, 1, -1, 2**31, -(2**63), 2**63 - 1, 123456789012]
+    strings = ["", "a", "ab", "abc", "abcd", "héllo wörld", "😀"]
+    exprs = [f"pyice_bucket(2147483647, CAST({v} AS BIGINT))" for v in longs]
+    exprs += [f"pyice_bucket(2147483647, '{s}')" for s in strings]
+    row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
+    want = [mmh3.hash(struct.pack("<q", v), 0, signed=True) & MASK for v in longs]
+    want += [mmh3.hash(s.encode(), 0, signed=True) & MASK for s in strings]
+    assert list(row) == want
+
+
+# ---------------------------------------------------------------------------------------------------------
+# File operations
+
+
+@pytest.mark.parametrize("uri", [False, True], ids=["path", "file-uri"])
+def test_write_new_refuses_to_overwrite(shim, tmp_path, uri):
+    target = ("file://" if uri else "") + str(tmp_path / "sub" / "dir" / "v1.metadata.json")
+    assert shim.write_new(target, b"first")
+    assert not shim.write_new(target, b"second")
+    assert shim.read_all(target) == b"first"
+    assert shim.file_length(target) == 5
+    assert os.listdir(tmp_path / "sub" / "dir") == ["v1.metadata.json"]  # no temp files left behind
+
+
+def test_rename_no_overwrite_refuses_to_clobber(shim, tmp_path):
+    a, b, c = (str(tmp_path / n) for n in ("a", "b", "c"))
+    assert shim.write_new(a, b"A") and shim.write_new(c, b"C")
+    assert shim.rename_no_overwrite(a, b)
+    assert not shim.exists(a) and shim.read_all(b) == b"A"
+    assert not shim.rename_no_overwrite(c, b)
+    assert shim.read_all(b) == b"A" and shim.read_all(c) == b"C"
+    with pytest.raises(FileNotFoundError):
+        shim.rename_no_overwrite(a, str(tmp_path / "d"))
+
+
+def test_file_helpers(shim, tmp_path):
+    root = str(tmp_path / "tree")
+    assert shim.list(root) == [] and not shim.exists(root)
+    assert shim.mkdirs(root + "/empty") and shim.is_dir(root)
+    shim.write_new(root + "/x.bin", b"\x00\xff" * 10)
+    shim.write_new(root + "/d/y.bin", b"y")
+    top = {Path(e.path).name: e for e in shim.list(root)}
+    assert set(top) == {"empty", "x.bin", "d"}
+    assert top["x.bin"].length == 20 and not top["x.bin"].is_dir and top["d"].is_dir
+    assert top["x.bin"].modified_ms > 0
+    deep = shim.list(root, recursive=True)
+    assert sorted(Path(e.path).name for e in deep) == ["x.bin", "y.bin"]
+    assert all(e.path.startswith("file:") for e in deep)
+    assert shim.read_all(root + "/x.bin") == b"\x00\xff" * 10
+    with pytest.raises(FileNotFoundError):
+        shim.read_all(root + "/missing")
+    assert shim.delete(root + "/x.bin") and not shim.exists(root + "/x.bin")
+    assert not shim.delete(root + "/x.bin")
+    assert shim.delete(root, recursive=True) and not shim.exists(root)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Each load path in a fresh JVM: "loader" (session already running without the jar: URLClassLoader +
+# reflection + addJar) and "classpath" (session built with spark.jars). The mode the shared session uses is
+# already covered in-process above, so only the other one is run here.
+
+_FRESH_JVM_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from pyspark.sql import SparkSession
+    from pyice_sql.jvm.bridge import load_shim, spark_jars_conf
+    mode, out = sys.argv[1], sys.argv[2]
+    builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    if mode == "classpath":
+        builder = builder.config("spark.jars", spark_jars_conf())
+    spark = builder.getOrCreate()
+    spark.range(0, 10, 1, 1).write.parquet(out + "/pq")  # the session is running before the shim loads
+    shim = load_shim(spark)
+    shim.register_bucket_udf()
+    files = [f.path for f in shim.list(out + "/pq") if f.path.endswith(".parquet")]
+    [stats] = shim.footer_stats(files)  # read on executors
+    row = spark.range(0, 1, 1, 1).selectExpr("pyice_bucket(16, id + 34)", "pyice_bucket(16, 'iceberg')").collect()[0]
+    direct = type(spark._jvm.pyice.shim.Shim).__name__ == "JavaClass"
+    print("RESULT " + json.dumps({
+        "mode": shim.mode, "direct": direct, "rows": stats["rowCount"], "buckets": list(row),
+        "write": [shim.write_new(out + "/f", b"1"), shim.write_new(out + "/f", b"2")],
+        "rename": [shim.write_new(out + "/g", b"3"), shim.rename_no_overwrite(out + "/g", out + "/f")],
+    }))
+    spark.stop()
+""")
+
+
+@pytest.mark.parametrize("mode", ["loader", "classpath"])
+def test_load_path_in_fresh_jvm(spark, shim, tmp_path, mode):
+    if shim.mode == mode:
+        pytest.skip(f"{mode} mode is covered by the shared session")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-c", _FRESH_JVM_SCRIPT, mode, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result == {"mode": mode, "direct": mode == "classpath", "rows": 10,
+                      "buckets": [(2017239379 & MASK) % 16, (1210000089 & MASK) % 16],
+                      "write": [True, False], "rename": [True, False]}
