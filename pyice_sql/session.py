@@ -21,6 +21,9 @@ from pyice_sql.catalog.base import Catalog, Table, TableIdentifier
 from pyice_sql.catalog.hadoop import HadoopCatalog
 from pyice_sql.catalog.sql import SqlCatalog
 from pyice_sql.commit.producer import publish_metadata
+from pyice_sql.dml import RowLevelExecutor, result_frame
+from pyice_sql.plan.explain import explain_text
+from pyice_sql.scan.planner import plan_files
 from pyice_sql.errors import (
     AnalysisError, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, NotNullViolationError,
     PyIceError, TableAlreadyExistsError, UnsupportedError,
@@ -34,7 +37,7 @@ from pyice_sql.scan.metadata_tables import metadata_table
 from pyice_sql.scan.table_scan import TimeTravel, scan
 from pyice_sql.sql import statements as st
 from pyice_sql.sql.script import split_script, substitute_variables
-from pyice_sql.write.data_writer import quote
+from pyice_sql.write.data_writer import enforce_not_null, quote
 from pyice_sql.write.operations import append, overwrite
 
 _view_ids = itertools.count()
@@ -318,6 +321,31 @@ class IceSession:
     def _do_AlterTableReplacePartitionField(self, stmt: st.AlterTableReplacePartitionField) -> None:
         self._alter(stmt.table, lambda md: ddl.replace_partition_field(md, stmt.old, stmt.new, stmt.name))
 
+    # --- row-level DML ------------------------------------------------------------------------
+    def _row_level(self, stmt) -> DataFrame:
+        return result_frame(self.spark, RowLevelExecutor(self).run(stmt))
+
+    _do_Merge = _do_Update = _do_Delete = _row_level
+
+    def _do_Explain(self, stmt: st.Explain) -> DataFrame:
+        inner = stmt.statement
+        if isinstance(inner, (st.Merge, st.Update, st.Delete)):
+            executor = RowLevelExecutor(self)
+            try:
+                table, plan, _ = executor.plan(inner)
+            finally:
+                executor.close()
+            md = table.metadata
+            metrics = plan_files(md, table.io, md.current_snapshot(), plan.scan_filter).metrics
+            text = explain_text(plan, table.full_name, metrics)
+        elif isinstance(inner, st.Query):
+            df = self.query_frame(inner)
+            text = df._jdf.queryExecution().toString() + (f"\n== pyice scan ==\n{self.last_plan.metrics}"
+                                                          if self.last_plan is not None else "")
+        else:
+            raise UnsupportedError(f"EXPLAIN of {type(inner).__name__} is not supported")
+        return self.spark.createDataFrame([(text,)], "plan string")
+
     # --- writes -------------------------------------------------------------------------------
     def _align(self, table: Table, df: DataFrame, columns: tuple[str, ...] | None,
                static: Mapping[str, Any] | None = None) -> DataFrame:
@@ -354,7 +382,7 @@ class IceSession:
     def _do_Insert(self, stmt: st.Insert) -> None:
         table = self.load_ref(stmt.table)
         df = self._align(table, self.query_frame(stmt.query), stmt.columns, stmt.static_partition)
-        df = _assert_not_null(table, df)
+        df = enforce_not_null(table, df)
         if not stmt.overwrite:
             append(self.runtime, table, df)
             return
@@ -370,18 +398,6 @@ class IceSession:
             overwrite(self.runtime, table, df, dynamic=False, static_filter=flt)
         else:
             overwrite(self.runtime, table, df, dynamic=True)
-
-
-def _assert_not_null(table: Table, df: DataFrame) -> DataFrame:
-    """Fail the write job on a NULL in a required column (checked inline, no extra pass)."""
-    cols = []
-    for f in table.metadata.schema().fields:
-        c = F.col(quote(f.name))
-        if f.required:
-            c = F.when(c.isNull(), F.raise_error(F.lit(
-                f"NOT NULL violation: NULL value for required column {f.name} of {table.full_name}"))).otherwise(c)
-        cols.append(c.alias(f.name))
-    return df.select(*cols)
 
 
 def _like(value: str, pattern: str) -> bool:

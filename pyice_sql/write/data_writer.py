@@ -76,6 +76,18 @@ def _cast_value(col: Column, t: it.IcebergType, with_ids: bool) -> Column:
     return col.cast(to_spark_type(t, with_ids=False))
 
 
+def enforce_not_null(table, df: DataFrame) -> DataFrame:
+    """Fail the write job on a NULL in a required column: checked inline, no extra pass."""
+    cols = []
+    for f in table.metadata.schema().fields:
+        c = F.col(quote(f.name))
+        if f.required:
+            c = F.when(c.isNull(), F.raise_error(F.lit(
+                f"NOT NULL violation: NULL value for required column {f.name} of {table.full_name}"))).otherwise(c)
+        cols.append(c.alias(f.name))
+    return df.select(*cols)
+
+
 def partition_folder_sql(spec: PartitionSpec, schema: Schema) -> list[tuple[str, str, it.IcebergType]]:
     """(folder column name, Spark SQL of its tagged text value, partition result type) per field."""
     taken = {f.name.lower() for f in schema.fields}

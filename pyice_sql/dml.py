@@ -1,0 +1,352 @@
+"""Run MERGE INTO, UPDATE and DELETE: plan → Spark jobs → delta writer → one atomic commit.
+
+Flow (see plan/nodes.py for the plan itself):
+  1. Materialise the source once (MERGE) and, when the ON clause has key equalities and no
+     NOT MATCHED BY SOURCE clause, narrow the target scan with the source keys' values/range.
+  2. Plan the target scan with the pruning filter; DELETE drops files that the WHERE clause
+     covers entirely (strict projection) in metadata only, without reading them.
+  3. Run MergeRows (one SQL query over views) and persist the tagged rows; check cardinality.
+  4. Write: merge-on-read writes one position-delete file per touched data file plus new data
+     files for updated/inserted rows; copy-on-write rewrites exactly the files holding rows an
+     action changed (their other rows copied) plus the inserted rows.
+  5. Commit one snapshot with Iceberg's conflict validation; on failure delete what we wrote.
+A statement that changes nothing commits nothing. The result is one row of metrics.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, functions as F
+
+from pyice_sql.catalog.base import Table
+from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate
+from pyice_sql.commit.validation import RowLevelValidator
+from pyice_sql.compile.merge_rows import FILE, KEY_PREFIX, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select
+from pyice_sql.errors import AnalysisError, CardinalityError
+from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
+from pyice_sql.expr.from_sql import to_predicate
+from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
+from pyice_sql.model.conversions import to_internal
+from pyice_sql.model.manifest import DataFile
+from pyice_sql.model.snapshots import Operation
+from pyice_sql.plan import builder
+from pyice_sql.plan.nodes import DELETE, INSERT, UPDATE, PruningFilter, RowLevelPlan
+from pyice_sql.plan.rules.join_type import choose_join
+from pyice_sql.plan.rules.prune_target import prune_target
+from pyice_sql.plan.rules.write_mode import choose_write_mode
+from pyice_sql.scan.delete_index import referenced_path
+from pyice_sql.scan.planner import FileScanTask, ScanPlan, plan_files
+from pyice_sql.scan.reader import read_tasks
+from pyice_sql.sql import statements as st
+from pyice_sql.write.data_writer import enforce_not_null, quote, write_data_files
+from pyice_sql.write.delete_writer import write_position_deletes
+from pyice_sql.write.operations import commit_or_clean
+
+MAX_SOURCE_KEY_VALUES = 1000
+_views = itertools.count()
+
+
+@dataclass
+class DmlResult:
+    num_updated_rows: int = 0
+    num_deleted_rows: int = 0
+    num_inserted_rows: int = 0
+    added_data_files: int = 0
+    removed_data_files: int = 0
+    added_delete_files: int = 0
+    snapshot_id: int | None = None
+
+    @property
+    def num_affected_rows(self) -> int:
+        return self.num_updated_rows + self.num_deleted_rows + self.num_inserted_rows
+
+    def as_row(self) -> dict:
+        return {"num_affected_rows": self.num_affected_rows, "num_updated_rows": self.num_updated_rows,
+                "num_deleted_rows": self.num_deleted_rows, "num_inserted_rows": self.num_inserted_rows,
+                "num_added_data_files": self.added_data_files, "num_removed_data_files": self.removed_data_files,
+                "num_added_delete_files": self.added_delete_files, "snapshot_id": self.snapshot_id}
+
+
+RESULT_SCHEMA = ("num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long, "
+                 "num_added_data_files long, num_removed_data_files long, num_added_delete_files long, "
+                 "snapshot_id long")
+
+
+class RowLevelExecutor:
+    """Executes one row-level statement against a session (for loading tables and running queries)."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+        self.spark = session.spark
+        self._temp: list[str] = []
+        self._persisted: list[DataFrame] = []
+
+    # --- entry points -------------------------------------------------------------------------
+    def plan(self, stmt: st.Merge | st.Update | st.Delete) -> tuple[Table, RowLevelPlan, DataFrame | None]:
+        table = self.session.load_ref(stmt.target if isinstance(stmt, st.Merge) else stmt.table)
+        schema = table.metadata.schema()
+        source = None
+        if isinstance(stmt, st.Merge):
+            source = self._source_frame(stmt.source)
+            plan = builder.build_merge(stmt, schema, source.columns)
+        elif isinstance(stmt, st.Update):
+            plan = builder.build_update(stmt, schema)
+        else:
+            plan = builder.build_delete(stmt)
+        plan = choose_join(plan)
+        source_cols = {c.lower() for c in source.columns} if source is not None else set()
+        plan = prune_target(plan, schema, self._target_column(plan, schema, source_cols),
+                            self._source_column(plan, source_cols))
+        plan = choose_write_mode(plan, dict(table.metadata.properties))
+        return table, plan, source
+
+    def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:
+        try:
+            table, plan, source = self.plan(stmt)
+            if source is not None:
+                source = source.persist()
+                self._persisted.append(source)
+                if plan.prune_by_source_keys:
+                    plan = self._with_source_keys(plan, table, source)
+            return self._execute(table, plan, source)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Release what a run cached and the temp views it registered."""
+        for df in self._persisted:
+            df.unpersist()
+        for name in self._temp:
+            self.spark.catalog.dropTempView(name)
+        self._persisted, self._temp = [], []
+
+    # --- resolution helpers -------------------------------------------------------------------
+    @staticmethod
+    def _target_column(plan: RowLevelPlan, schema, source_cols: set[str]):
+        alias = plan.target_alias.lower()
+        names = {plan.target.name.lower(), alias}
+
+        def is_target(col) -> str | None:
+            if col.table:
+                if col.table.lower() not in names:
+                    return None
+            elif col.name.lower() in source_cols:
+                return None  # unqualified and present on both sides: not safely the target's
+            f = schema.find_field(col.name)
+            return f.name if f is not None else None
+        return is_target
+
+    @staticmethod
+    def _source_column(plan: RowLevelPlan, source_cols: set[str]):
+        alias = (plan.source_alias or "").lower()
+
+        def is_source(col) -> str | None:
+            if col.table and col.table.lower() == alias and col.name.lower() in source_cols:
+                return col.name
+            return None
+        return is_source
+
+    def _view(self, df: DataFrame) -> str:
+        name = f"__pyice_dml_{next(_views)}"
+        df.createOrReplaceTempView(name)
+        self._temp.append(name)
+        return name
+
+    def _source_frame(self, source: st.TableRef | st.Query) -> DataFrame:
+        if isinstance(source, st.TableRef):
+            return self.session.scan_ref(source)
+        return self.session.query_frame(source)
+
+    def _with_source_keys(self, plan: RowLevelPlan, table: Table, source: DataFrame) -> RowLevelPlan:
+        """Narrow the target scan to the source's key values (few) or key range (many)."""
+        schema = table.metadata.schema()
+        aggs = []
+        for i, (_, s_col) in enumerate(plan.source_key_columns):
+            c = F.col(quote(s_col))
+            aggs += [F.min(c).alias(f"min{i}"), F.max(c).alias(f"max{i}"),
+                     F.approx_count_distinct(c).alias(f"n{i}")]
+        stats = source.agg(*aggs).collect()[0]
+        extra: Expression = AlwaysTrue()
+        for i, (t_col, s_col) in enumerate(plan.source_key_columns):
+            field = schema.find_field(t_col)
+            lo, hi, n = stats[f"min{i}"], stats[f"max{i}"], stats[f"n{i}"]
+            try:
+                if lo is None:  # no non-null key: `=` can match nothing
+                    pred: Expression = in_(field.name, [])
+                elif n <= MAX_SOURCE_KEY_VALUES:
+                    values = [r[0] for r in source.select(quote(s_col)).where(F.col(quote(s_col)).isNotNull())
+                              .distinct().limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
+                    pred = in_(field.name, [to_internal(field.type, v) for v in values])
+                else:
+                    pred = And(gt_eq(field.name, to_internal(field.type, lo)),
+                               lt_eq(field.name, to_internal(field.type, hi)))
+            except (ValueError, TypeError):
+                continue  # key type differs from the target column's: no pruning from it
+            extra = And(extra, pred)
+        if isinstance(extra, AlwaysTrue):
+            return plan
+        return plan.with_(scan_filter=And(plan.scan_filter, extra),
+                          filters=plan.filters + (PruningFilter(extra, "source join-key values/range (runtime)"),))
+
+    # --- execution ----------------------------------------------------------------------------
+    def _execute(self, table: Table, plan: RowLevelPlan, source: DataFrame | None) -> DmlResult:
+        md = table.metadata
+        schema = md.schema()
+        start = md.current_snapshot()
+        scan = plan_files(md, table.io, start, plan.scan_filter)
+        self.session.last_plan = scan
+        whole, tasks = self._split_whole_file_deletes(table, plan, scan)
+        target = read_tasks(self.spark, schema, tasks, with_metadata=True).withColumn(TARGET_MARK, F.lit(True))
+        target_view = self._view(target)
+        source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
+        if plan.where is not None:
+            plan = plan.with_(where=self._replace_pyice_tables(plan.where))
+        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view)).persist()
+        self._persisted.append(tagged)
+        if plan.source is not None and plan.has_matched_actions:
+            self._check_cardinality(table, plan, tagged)
+        counts = {r[0]: r[1] for r in tagged.groupBy(OP).count().collect()}
+        result = DmlResult(num_updated_rows=counts.get(UPDATE, 0),
+                           num_deleted_rows=counts.get(DELETE, 0) + sum(t.file.record_count for t in whole),
+                           num_inserted_rows=counts.get(INSERT, 0))
+        if result.num_affected_rows == 0 and not whole:
+            return result
+        changed = tagged.where(F.col(OP).isin(DELETE, UPDATE))
+        new_rows = enforce_not_null(table, tagged.where(F.col(OP).isin(UPDATE, INSERT)).select(
+            *[quote(f.name) for f in schema.fields]))
+        ctx = self.session.runtime.write_context(table)
+        by_path = {t.file.file_path: t for t in tasks}
+        written: list[DataFile] = []
+        try:
+            if plan.mode == "merge-on-read":
+                data_files = write_data_files(new_rows, ctx)
+                written += data_files
+                touched = [r[0] for r in changed.select(FILE).distinct().collect()]
+                delete_files = write_position_deletes(
+                    self.spark, changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
+                    {p: by_path[p].file for p in touched}, self.session.runtime.write_context(table))
+                written += delete_files
+                removed_tasks: list[FileScanTask] = list(whole)
+                referenced = touched
+            else:
+                touched = [r[0] for r in changed.select(FILE).distinct().collect()]
+                rewrite = [by_path[p] for p in touched]
+                copies = (read_tasks(self.spark, schema, rewrite, with_metadata=True)
+                          .join(changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
+                                ["_file", "_pos"], "left_anti")
+                          .select(*[quote(f.name) for f in schema.fields]))
+                data_files = write_data_files(new_rows.unionByName(copies), ctx)
+                written += data_files
+                delete_files = []
+                removed_tasks = rewrite + list(whole)
+                referenced = []
+        except BaseException:
+            for f in written:
+                table.io.delete(f.file_path)
+            raise
+        removed = self._removed_files(removed_tasks)
+        result.added_data_files = len(data_files)
+        result.added_delete_files = len(delete_files)
+        result.removed_data_files = sum(1 for r in removed if r.entry.data_file.content == 0)
+        update = SnapshotUpdate(
+            _operation(data_files, delete_files, removed), start.snapshot_id if start else None,
+            added_data_files=data_files, added_delete_files=delete_files, removed=removed,
+            validate=RowLevelValidator(plan.command, plan.scan_filter, _isolation(md, plan.command),
+                                       [r.entry.data_file.file_path for r in removed], referenced,
+                                       [(by_path[p].file.spec_id, by_path[p].file.partition) for p in referenced]))
+        committed = commit_or_clean(table, update, written)
+        result.snapshot_id = committed.metadata.current_snapshot().snapshot_id
+        return result
+
+    def _replace_pyice_tables(self, where):
+        """Subqueries in WHERE may read pyice tables: point them at temp views over scans."""
+        refs = st.tables_read(where)
+        if not refs:
+            return where
+        views = {ref: self._view(self.session.scan_ref(ref)) for ref in refs}
+        return st.replace_tables(where, lambda r: views[r])
+
+    @staticmethod
+    def _removed_files(tasks: list[FileScanTask]) -> list[RemovedFile]:
+        """The data files to remove, plus delete files scoped to exactly those files."""
+        removed = {t.file.file_path: RemovedFile(t.entry, t.manifest_path) for t in tasks}
+        for t in tasks:
+            for d in t.deletes:
+                if referenced_path(d.data_file) == t.file.file_path:
+                    removed.setdefault(d.data_file.file_path, RemovedFile(d, t.manifest_path))
+        return list(removed.values())
+
+    def _split_whole_file_deletes(self, table: Table, plan: RowLevelPlan, scan: ScanPlan
+                                  ) -> tuple[list[FileScanTask], list[FileScanTask]]:
+        """DELETE: files whose every row matches WHERE are dropped in metadata, never read.
+
+        Only files without delete files qualify, so the deleted-row count stays exact.
+        """
+        if plan.command != "DELETE" or (plan.where is not None and st.tables_read(plan.where)):
+            return [], list(scan.tasks)
+        md = table.metadata
+        schema = md.schema()
+        if plan.where is None:
+            strict: Expression = AlwaysTrue()
+        else:
+            names = {plan.target_alias.lower(), plan.target.name.lower()}
+
+            def is_target(col) -> str | None:
+                if col.table and col.table.lower() not in names:
+                    return None
+                f = schema.find_field(col.name)
+                return f.name if f is not None else None
+
+            strict = to_predicate(plan.where, is_target, schema, "strict")
+        metrics = StrictMetricsEvaluator(schema, strict)
+        evals: dict[int, PartitionEvaluator] = {}
+        whole, rest = [], []
+        for t in scan.tasks:
+            f = t.file
+            if f.spec_id not in evals:
+                evals[f.spec_id] = PartitionEvaluator(md.spec_by_id(f.spec_id), schema, strict, strict=True)
+            covered = not t.deletes and (evals[f.spec_id].eval(f.partition) or metrics.eval(f))
+            (whole if covered else rest).append(t)
+        return whole, rest
+
+    def _check_cardinality(self, table: Table, plan: RowLevelPlan, tagged: DataFrame) -> None:
+        """A target row matched by several source rows under an action is an error (SQL standard)."""
+        acting = tagged.where(F.col(FILE).isNotNull() & F.col(OP).isin(UPDATE, DELETE)
+                              & F.col(OP).isNotNull())
+        keys = [f"{KEY_PREFIX}{i}" for i in range(len(plan.source_key_columns))]
+        dup = (acting.groupBy(FILE, POS).agg(F.count(F.lit(1)).alias("n"), *[F.first(k).alias(k) for k in keys])
+               .where("n > 1"))
+        bad = dup.limit(5).collect()
+        if not bad:
+            return
+        total = dup.count()
+        names = [t for t, _ in plan.source_key_columns]
+        examples = "; ".join(
+            (", ".join(f"{n}={row[k]!r}" for n, k in zip(names, keys)) or f"row {row[POS]} of {row[FILE]}")
+            + f" matched {row['n']} source rows" for row in bad)
+        raise CardinalityError(
+            f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row under an "
+            f"UPDATE/DELETE action, so the result would be ambiguous. Examples: {examples}. "
+            "Deduplicate the source on the join keys (e.g. keep the latest row per key).")
+
+
+def _operation(data_files: list, delete_files: list, removed: list) -> str:
+    if removed and not data_files and not delete_files:
+        return Operation.DELETE
+    if data_files and not removed and not delete_files:
+        return Operation.APPEND
+    if delete_files and not data_files:
+        return Operation.DELETE
+    return Operation.OVERWRITE
+
+
+def _isolation(md, command: str) -> str:
+    level = md.property(f"write.{command.lower()}.isolation-level", "serializable").lower()
+    if level not in ("serializable", "snapshot"):
+        raise AnalysisError(f"write.{command.lower()}.isolation-level={level!r}: use serializable or snapshot")
+    return level
+
+
+def result_frame(spark, result: DmlResult) -> DataFrame:
+    return spark.createDataFrame([result.as_row()], RESULT_SCHEMA)
