@@ -1,0 +1,5 @@
+import sys
+
+from pyice_sql.cli import main
+
+sys.exit(main())
