@@ -1,0 +1,121 @@
+"""The row-level plan rules, on parsed statements (no Spark): join type, target pruning, mode."""
+from __future__ import annotations
+
+import pytest
+
+from pyice_sql.errors import AnalysisError
+from pyice_sql.expr.predicates import AlwaysTrue, bind, evaluate_row
+from pyice_sql.model import types as it
+from pyice_sql.model.schema import Schema
+from pyice_sql.plan.builder import build_delete, build_merge, build_update
+from pyice_sql.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.plan.rules.join_type import choose_join
+from pyice_sql.plan.rules.prune_target import prune_target
+from pyice_sql.plan.rules.write_mode import choose_write_mode
+from pyice_sql.sql.statements import parse_statement
+
+SCHEMA = Schema((it.NestedField(1, "id", it.LONG, True), it.NestedField(2, "p", it.STRING),
+                 it.NestedField(3, "v", it.INT)))
+SOURCE_COLS = ["id", "p", "v", "op"]
+
+
+def plan_of(sql: str):
+    stmt = parse_statement(sql, lambda c: c == "local", "local")
+    if type(stmt).__name__ == "Merge":
+        plan = build_merge(stmt, SCHEMA, SOURCE_COLS)
+    elif type(stmt).__name__ == "Update":
+        plan = build_update(stmt, SCHEMA)
+    else:
+        plan = build_delete(stmt)
+    plan = choose_join(plan)
+    source_cols = {c.lower() for c in SOURCE_COLS}
+
+    def is_target(col):
+        if col.table and col.table.lower() != "t":
+            return None
+        if not col.table and col.name.lower() in source_cols and plan.command == "MERGE":
+            return None
+        f = SCHEMA.find_field(col.name)
+        return f.name if f else None
+
+    def is_source(col):
+        return col.name if col.table and col.table.lower() == "s" else None
+
+    return prune_target(plan, SCHEMA, is_target, is_source)
+
+
+def matches(plan, **row) -> bool:
+    """Would the target scan keep a row with these values? (evaluated on the bound filter)"""
+    bound = bind(plan.scan_filter, SCHEMA)
+    return evaluate_row(bound, {SCHEMA.find_field(k).field_id: v for k, v in row.items()})
+
+
+MERGE = "MERGE INTO local.db.t t USING src s ON t.id = s.id AND t.p = 'a' "
+
+
+@pytest.mark.parametrize("clauses, join", [
+    ("WHEN MATCHED THEN UPDATE SET v = s.v", "inner"),
+    ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", "right outer"),
+    ("WHEN NOT MATCHED BY SOURCE THEN DELETE", "left outer"),
+    ("WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.v > 3 THEN DELETE", "full outer"),
+])
+def test_join_type_follows_clauses(clauses, join):
+    assert plan_of(MERGE + clauses).join_type == join
+
+
+def test_on_target_conjuncts_prune_and_source_keys_are_found():
+    plan = plan_of(MERGE + "WHEN MATCHED THEN UPDATE SET v = s.v")
+    assert matches(plan, id=1, p="a", v=0) and not matches(plan, id=1, p="b", v=0)
+    assert plan.source_key_columns == (("id", "id"),) and plan.prune_by_source_keys
+
+
+def test_matched_conditions_narrow_only_without_not_matched():
+    only_matched = plan_of(MERGE + "WHEN MATCHED AND t.v > 10 THEN DELETE")
+    assert not matches(only_matched, id=1, p="a", v=5) and matches(only_matched, id=1, p="a", v=11)
+    with_insert = plan_of(MERGE + "WHEN MATCHED AND t.v > 10 THEN DELETE WHEN NOT MATCHED THEN INSERT *")
+    # a pruned target row would make its source row look unmatched and be inserted again
+    assert matches(with_insert, id=1, p="a", v=5)
+
+
+def test_not_matched_by_source_widens_the_scan_and_disables_source_key_pruning():
+    plan = plan_of(MERGE + "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED BY SOURCE AND t.v < 0 THEN DELETE")
+    assert matches(plan, id=1, p="zzz", v=-1)  # outside ON's p = 'a', but the NMBS clause acts on it
+    assert not matches(plan, id=1, p="zzz", v=1)
+    assert not plan.prune_by_source_keys
+    unconditional = plan_of(MERGE + "WHEN NOT MATCHED BY SOURCE THEN DELETE")
+    assert matches(unconditional, id=7, p="q", v=7) and not unconditional.prune_by_source_keys
+
+
+def test_instructions_keep_clause_order_and_operations():
+    plan = plan_of(MERGE + "WHEN MATCHED AND s.op = 'd' THEN DELETE WHEN MATCHED THEN UPDATE SET * "
+                           "WHEN NOT MATCHED THEN INSERT (id, p) VALUES (s.id, s.p)")
+    assert [i.operation for i in plan.instructions] == [DELETE, UPDATE, INSERT]
+    assert set(plan.instructions[1].values) == {"id", "p", "v"}
+    assert plan.instructions[2].values["v"].sql() == "NULL"
+
+
+def test_update_and_delete_prune_by_where():
+    upd = plan_of("UPDATE local.db.t SET v = v + 1 WHERE p = 'x'")
+    assert matches(upd, id=1, p="x", v=1) and not matches(upd, id=1, p="y", v=1)
+    assert set(upd.instructions[0].values) == {"v"}
+    assert plan_of("DELETE FROM local.db.t").scan_filter == AlwaysTrue()
+
+
+def test_unknown_assignment_target_is_an_error_with_position():
+    with pytest.raises(AnalysisError) as e:
+        plan_of("UPDATE local.db.t SET nope = 1")
+    assert "nope" in str(e.value)
+
+
+def test_star_needs_every_target_column_in_the_source():
+    stmt = parse_statement(MERGE + "WHEN NOT MATCHED THEN INSERT *", lambda c: c == "local", "local")
+    with pytest.raises(AnalysisError, match="source has no column 'v'"):
+        build_merge(stmt, SCHEMA, ["id", "p"])
+
+
+def test_write_mode_from_properties():
+    plan = plan_of(MERGE + "WHEN MATCHED THEN DELETE")
+    assert choose_write_mode(plan, {}).mode == "copy-on-write"
+    assert choose_write_mode(plan, {"write.merge.mode": "merge-on-read"}).mode == "merge-on-read"
+    with pytest.raises(AnalysisError):
+        choose_write_mode(plan, {"write.merge.mode": "bogus"})
