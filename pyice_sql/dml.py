@@ -204,9 +204,10 @@ class RowLevelExecutor:
             plan = plan.with_(where=self._replace_pyice_tables(plan.where))
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view)).persist()
         self._persisted.append(tagged)
-        if plan.source is not None and plan.has_matched_actions:
+        stats = _tag_statistics(tagged)
+        counts = stats.counts
+        if stats.ambiguous and plan.source is not None:
             self._check_cardinality(table, plan, tagged)
-        counts = {r[0]: r[1] for r in tagged.groupBy(OP).count().collect()}
         result = DmlResult(num_updated_rows=counts.get(UPDATE, 0),
                            num_deleted_rows=counts.get(DELETE, 0) + sum(t.file.record_count for t in whole),
                            num_inserted_rows=counts.get(INSERT, 0))
@@ -222,7 +223,7 @@ class RowLevelExecutor:
             if plan.mode == "merge-on-read":
                 data_files = write_data_files(new_rows, ctx)
                 written += data_files
-                touched = [r[0] for r in changed.select(FILE).distinct().collect()]
+                touched = stats.touched_files
                 delete_files = write_position_deletes(
                     self.spark, changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
                     {p: by_path[p].file for p in touched}, self.session.runtime.write_context(table))
@@ -230,8 +231,7 @@ class RowLevelExecutor:
                 removed_tasks: list[FileScanTask] = list(whole)
                 referenced = touched
             else:
-                touched = [r[0] for r in changed.select(FILE).distinct().collect()]
-                rewrite = [by_path[p] for p in touched]
+                rewrite = [by_path[p] for p in stats.touched_files]
                 copies = (read_tasks(self.spark, schema, rewrite, with_metadata=True)
                           .join(changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
                                 ["_file", "_pos"], "left_anti")
@@ -329,6 +329,27 @@ class RowLevelExecutor:
             f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row under an "
             f"UPDATE/DELETE action, so the result would be ambiguous. Examples: {examples}. "
             "Deduplicate the source on the join keys (e.g. keep the latest row per key).")
+
+
+@dataclass(frozen=True)
+class TagStatistics:
+    counts: dict[int, int]
+    touched_files: list[str]
+    ambiguous: bool  # some target row takes more than one UPDATE/DELETE action
+
+
+def _tag_statistics(tagged: DataFrame) -> TagStatistics:
+    """One job over the tagged rows (which it also materialises): rows per operation, the data
+    files holding changed rows, and whether any target row changes twice (cardinality)."""
+    acting = F.col(OP).isin(DELETE, UPDATE)
+    per_file = (tagged.groupBy(F.when(acting, F.col(FILE)).alias("f"))
+                .agg(*[F.sum(F.when(F.col(OP) == op, 1).otherwise(0)).alias(f"n{op}") for op in (DELETE, UPDATE,
+                                                                                                  INSERT)],
+                     F.countDistinct(F.when(acting, F.col(POS))).alias("rows")).collect())
+    counts = {op: sum(r[f"n{op}"] for r in per_file) for op in (DELETE, UPDATE, INSERT)}
+    touched = [r["f"] for r in per_file if r["f"] is not None]
+    ambiguous = any(r["f"] is not None and r["rows"] < r[f"n{DELETE}"] + r[f"n{UPDATE}"] for r in per_file)
+    return TagStatistics(counts, touched, ambiguous)
 
 
 def _operation(data_files: list, delete_files: list, removed: list) -> str:

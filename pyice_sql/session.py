@@ -112,7 +112,11 @@ class IceSession:
         return self.spark.createDataFrame([], "result string")
 
     def _is_temp_view(self, name: str) -> bool:
-        return any(t.name.lower() == name.lower() and t.isTemporary for t in self.spark.catalog.listTables())
+        """One catalog lookup (listing every table is slow: it resolves each one)."""
+        try:
+            return bool(self.spark.catalog.getTable(name).isTemporary)
+        except Exception:  # AnalysisException: no such view or table
+            return False
 
     # --- names and loading ------------------------------------------------------------------
     def _resolve_name(self, name: str) -> tuple[str, TableIdentifier]:
