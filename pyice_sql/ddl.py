@@ -190,15 +190,20 @@ def _spec_with(md: TableMetadata, fields: tuple[PartitionField, ...]) -> TableMe
     return md.add_spec(PartitionSpec(0, fields), make_default=True)
 
 
-def add_partition_field(md: TableMetadata, pt: PartitionTransform, name: str | None) -> TableMetadata:
+def _new_partition_field(md: TableMetadata, fields: tuple[PartitionField, ...], pt: PartitionTransform,
+                         name: str | None) -> PartitionField:
     transform, source_id, default_name = transform_of(pt, md.schema(), for_alter=True)
-    spec = md.spec()
-    if any(f.source_id == source_id and f.transform == transform for f in spec.fields):
+    if any(f.source_id == source_id and f.transform == transform for f in fields):
         raise AnalysisError(f"partition field {transform}({pt.column}) already exists")
     new = PartitionField(source_id, md.last_partition_id + 1, transform, name or default_name)
-    if any(f.name == new.name for f in spec.fields):
+    if any(f.name == new.name for f in fields):
         raise AnalysisError(f"partition field name {new.name!r} already exists")
-    return _spec_with(md, spec.fields + (new,))
+    return new
+
+
+def add_partition_field(md: TableMetadata, pt: PartitionTransform, name: str | None) -> TableMetadata:
+    fields = md.spec().fields
+    return _spec_with(md, fields + (_new_partition_field(md, fields, pt, name),))
 
 
 def _find_partition_field(md: TableMetadata, pt: PartitionTransform) -> PartitionField:
@@ -221,4 +226,7 @@ def drop_partition_field(md: TableMetadata, pt: PartitionTransform) -> TableMeta
 
 def replace_partition_field(md: TableMetadata, old: PartitionTransform, new: PartitionTransform,
                             name: str | None) -> TableMetadata:
-    return add_partition_field(drop_partition_field(md, old), new, name)
+    """One new spec, as Iceberg Java makes: the old field dropped and the new one added together."""
+    victim = _find_partition_field(md, old)
+    kept = tuple(f for f in md.spec().fields if f != victim)
+    return _spec_with(md, kept + (_new_partition_field(md, kept, new, name),))

@@ -28,7 +28,7 @@ from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
 from pyice_sql.expr.from_sql import to_predicate
 from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
 from pyice_sql.model.conversions import to_internal
-from pyice_sql.model.manifest import DataFile
+from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.snapshots import Operation
 from pyice_sql.plan import builder
 from pyice_sql.plan.nodes import DELETE, INSERT, UPDATE, PruningFilter, RowLevelPlan
@@ -37,7 +37,7 @@ from pyice_sql.plan.rules.prune_target import prune_target
 from pyice_sql.plan.rules.write_mode import choose_write_mode
 from pyice_sql.scan.delete_index import referenced_path
 from pyice_sql.scan.planner import FileScanTask, ScanPlan, plan_files
-from pyice_sql.scan.reader import read_tasks
+from pyice_sql.scan.reader import read_position_deletes, read_tasks
 from pyice_sql.sql import statements as st
 from pyice_sql.write.data_writer import enforce_not_null, quote, write_data_files
 from pyice_sql.write.delete_writer import write_position_deletes
@@ -224,9 +224,16 @@ class RowLevelExecutor:
                 data_files = write_data_files(new_rows, ctx)
                 written += data_files
                 touched = stats.touched_files
+                # Fold the touched files' existing file-scoped deletes into the new delete files,
+                # so a reader opens at most one delete file per data file.
+                folded = [d for p in touched for d in _file_scoped_deletes(by_path[p])]
+                positions = changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
+                if folded:
+                    positions = positions.unionByName(read_position_deletes(self.spark,
+                                                                            [d.data_file for d in folded]))
                 delete_files = write_position_deletes(
-                    self.spark, changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
-                    {p: by_path[p].file for p in touched}, self.session.runtime.write_context(table))
+                    self.spark, positions, {p: by_path[p].file for p in touched},
+                    self.session.runtime.write_context(table))
                 written += delete_files
                 removed_tasks: list[FileScanTask] = list(whole)
                 referenced = touched
@@ -239,13 +246,16 @@ class RowLevelExecutor:
                 data_files = write_data_files(new_rows.unionByName(copies), ctx)
                 written += data_files
                 delete_files = []
+                folded = []
                 removed_tasks = rewrite + list(whole)
                 referenced = []
         except BaseException:
             for f in written:
                 table.io.delete(f.file_path)
             raise
-        removed = self._removed_files(removed_tasks)
+        removed = self._removed_files(removed_tasks, scan)
+        if plan.mode == "merge-on-read":
+            removed += [RemovedFile(d, scan.delete_manifests[d.data_file.file_path]) for d in folded]
         result.added_data_files = len(data_files)
         result.added_delete_files = len(delete_files)
         result.removed_data_files = sum(1 for r in removed if r.entry.data_file.content == 0)
@@ -268,13 +278,13 @@ class RowLevelExecutor:
         return st.replace_tables(where, lambda r: views[r])
 
     @staticmethod
-    def _removed_files(tasks: list[FileScanTask]) -> list[RemovedFile]:
+    def _removed_files(tasks: list[FileScanTask], scan: ScanPlan) -> list[RemovedFile]:
         """The data files to remove, plus delete files scoped to exactly those files."""
         removed = {t.file.file_path: RemovedFile(t.entry, t.manifest_path) for t in tasks}
         for t in tasks:
-            for d in t.deletes:
-                if referenced_path(d.data_file) == t.file.file_path:
-                    removed.setdefault(d.data_file.file_path, RemovedFile(d, t.manifest_path))
+            for d in _file_scoped_deletes(t):
+                removed.setdefault(d.data_file.file_path,
+                                   RemovedFile(d, scan.delete_manifests[d.data_file.file_path]))
         return list(removed.values())
 
     def _split_whole_file_deletes(self, table: Table, plan: RowLevelPlan, scan: ScanPlan
@@ -329,6 +339,12 @@ class RowLevelExecutor:
             f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row under an "
             f"UPDATE/DELETE action, so the result would be ambiguous. Examples: {examples}. "
             "Deduplicate the source on the join keys (e.g. keep the latest row per key).")
+
+
+def _file_scoped_deletes(task: FileScanTask):
+    """Position delete files that apply to this data file only (safe to drop or fold with it)."""
+    return [d for d in task.deletes if d.data_file.content == FileContent.POSITION_DELETES
+            and referenced_path(d.data_file) == task.file.file_path]
 
 
 @dataclass(frozen=True)

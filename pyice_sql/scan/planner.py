@@ -8,6 +8,7 @@ rows. The counters it keeps are what EXPLAIN and the pruning tests report.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from pyice_sql.commit.manifests import read_entries, read_manifest_list
@@ -16,6 +17,7 @@ from pyice_sql.expr.predicates import AlwaysTrue, Expression
 from pyice_sql.io.fileio import FileIO
 from pyice_sql.model.manifest import DataFile, EntryStatus, ManifestContent, ManifestEntry
 from pyice_sql.model.metadata import TableMetadata
+from pyice_sql.model.schema import Schema
 from pyice_sql.model.snapshots import Snapshot
 from pyice_sql.scan.delete_index import DeleteFileIndex
 
@@ -27,6 +29,9 @@ class FileScanTask:
     entry: ManifestEntry
     manifest_path: str
     deletes: tuple[ManifestEntry, ...] = ()
+    # the table schema when the file was added (its snapshot's), set only for tables with several
+    # schemas: the reader needs a file's own column types after a type promotion (int → long, ...)
+    written_schema: Schema | None = field(default=None, compare=False, repr=False)
 
     @property
     def file(self) -> DataFile:
@@ -46,6 +51,7 @@ class ScanMetrics:
     skipped_by_metrics: int = 0
     delete_files: int = 0
     bytes_to_scan: int = 0
+    planning_s: float = 0.0  # driver wall time of plan_files (manifest reads + pruning)
 
     def __str__(self) -> str:
         return (f"manifests {self.manifests_total - self.manifests_skipped}/{self.manifests_total} read, "
@@ -61,6 +67,7 @@ class ScanPlan:
     tasks: list[FileScanTask] = field(default_factory=list)
     metrics: ScanMetrics = field(default_factory=ScanMetrics)
     row_filter: Expression = field(default_factory=AlwaysTrue)
+    delete_manifests: dict[str, str] = field(default_factory=dict)  # delete file path → its manifest
 
     @property
     def delete_files(self) -> list[ManifestEntry]:
@@ -73,6 +80,7 @@ class ScanPlan:
 
 def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
                row_filter: Expression | None = None, case_sensitive: bool = False) -> ScanPlan:
+    started = time.perf_counter()
     row_filter = row_filter if row_filter is not None else AlwaysTrue()
     plan = ScanPlan(snapshot, row_filter=row_filter)
     if snapshot is None:
@@ -111,6 +119,7 @@ def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
             if manifest.content == ManifestContent.DELETES:
                 if partition_eval(f.spec_id).eval(f.partition):
                     deletes.add(entry, metadata.spec_by_id(f.spec_id).is_unpartitioned)
+                    plan.delete_manifests[f.file_path] = manifest.manifest_path
                 continue
             m.data_files_total += 1
             if not partition_eval(f.spec_id).eval(f.partition):
@@ -119,9 +128,23 @@ def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
                 m.skipped_by_metrics += 1
             else:
                 data.append((entry, manifest.manifest_path))
+    written = _written_schemas(metadata)
     for entry, manifest_path in data:
         applicable = deletes.for_data_file(entry.data_file, entry.sequence_number or 0)
-        plan.tasks.append(FileScanTask(entry, manifest_path, applicable))
+        plan.tasks.append(FileScanTask(entry, manifest_path, applicable, written.get(entry.snapshot_id)))
         m.bytes_to_scan += entry.data_file.file_size_in_bytes
     m.delete_files = len(plan.delete_files)
+    m.planning_s = time.perf_counter() - started
     return plan
+
+
+def _written_schemas(metadata: TableMetadata) -> dict[int | None, Schema]:
+    """Snapshot id → the schema current when it was committed (empty for single-schema tables)."""
+    if len(metadata.schemas) < 2:
+        return {}
+    out: dict[int | None, Schema] = {}
+    for snap in metadata.snapshots:
+        schema = metadata.schema_by_id(snap.schema_id) if snap.schema_id is not None else None
+        if schema is not None:
+            out[snap.snapshot_id] = schema
+    return out

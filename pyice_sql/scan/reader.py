@@ -11,15 +11,18 @@ what `_file` reports and what position delete files must contain.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 
 from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types as T
 
 from pyice_sql.errors import UnsupportedError
+from pyice_sql.model import types as it
 from pyice_sql.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.model.schema import Schema
 from pyice_sql.scan.planner import FileScanTask
-from pyice_sql.spark_schema import FIELD_ID_KEY, schema_to_spark
+from pyice_sql.spark_schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
 FILE_COL, POS_COL, SPEC_COL, PARTITION_COL, SEQ_COL = "_file", "_pos", "_spec_id", "_partition", "_seq"
 METADATA_COLUMNS = (FILE_COL, POS_COL, SPEC_COL, PARTITION_COL)
@@ -65,12 +68,22 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         return empty_frame(spark, schema, with_metadata)
     with_ids = not schema.has_list_or_map()
     columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
-    data = _read_parquet(spark, schema_to_spark(schema, with_ids), [t.file.file_path for t in tasks])
     deletes = {d.data_file.file_path: d for t in tasks for d in t.deletes}
+    groups: dict[Schema | None, list[str]] = {}
+    for t in tasks:
+        groups.setdefault(_promoted_read_schema(schema, t.written_schema), []).append(t.file.file_path)
+    row_id = [spark_path_key(F.col("_metadata.file_path")).alias(_KEY), F.col("_metadata.row_index").alias(POS_COL)]
+    frames = []
+    for read_schema, paths in groups.items():
+        part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
+        if read_schema is None and not with_metadata and not deletes and len(groups) == 1:
+            return part
+        cols = columns if read_schema is None else [
+            c.cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for c, f in zip(columns, schema.fields)]
+        frames.append(part.select(*cols, *(row_id if with_metadata or deletes else [])))
+    data = functools.reduce(DataFrame.union, frames)
     if not with_metadata and not deletes:
         return data
-    data = data.select(*columns, spark_path_key(F.col("_metadata.file_path")).alias(_KEY),
-                       F.col("_metadata.row_index").alias(POS_COL))
     files = spark.createDataFrame(
         [(t.file.file_path, t.file.spec_id, partition_key(t.file), t.data_sequence_number) for t in tasks],
         T.StructType([T.StructField(FILE_COL, T.StringType()), T.StructField(SPEC_COL, T.IntegerType()),
@@ -87,9 +100,44 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     return data.select(*columns, *meta)
 
 
-def _apply_position_deletes(spark: SparkSession, data: DataFrame, delete_files: list[DataFile]) -> DataFrame:
+def _promoted_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
+    """`schema` with each type-promoted column (int → long, float → double, wider decimal) at the type
+    the file was written with, so Spark can read the file (it cannot widen Parquet types itself);
+    None when no column of `schema` changed type since `written`."""
+    if written is None or written is schema:
+        return None
+    old = written.id_to_field()
+    changed = False
+
+    def at_written_type(t: it.IcebergType, field_id: int | None) -> it.IcebergType:
+        nonlocal changed
+        if isinstance(t, it.StructType):
+            return it.StructType(tuple(dataclasses.replace(f, type=at_written_type(f.type, f.field_id))
+                                       for f in t.fields))
+        if isinstance(t, it.ListType):
+            return dataclasses.replace(t, element=at_written_type(t.element, t.element_id))
+        if isinstance(t, it.MapType):
+            return dataclasses.replace(t, key=at_written_type(t.key, t.key_id),
+                                       value=at_written_type(t.value, t.value_id))
+        before = old.get(field_id) if field_id is not None else None
+        if before is not None and it.is_primitive(before.type) and before.type != t and it.can_promote(before.type, t):
+            changed = True
+            return before.type
+        return t
+
+    fields = tuple(dataclasses.replace(f, type=at_written_type(f.type, f.field_id)) for f in schema.fields)
+    return Schema(fields, schema.schema_id, schema.identifier_field_ids) if changed else None
+
+
+def read_position_deletes(spark: SparkSession, delete_files: list[DataFile]) -> DataFrame:
+    """The (file_path, pos) rows of position delete files, as columns `_file`, `_pos`."""
     rows = _read_parquet(spark, T.StructType([DELETE_FILE_PATH, DELETE_POS]), [d.file_path for d in delete_files])
-    rows = rows.select(manifest_path_key(F.col("file_path")).alias(_KEY), F.col("pos").alias(POS_COL))
+    return rows.select(F.col("file_path").alias(FILE_COL), F.col("pos").alias(POS_COL))
+
+
+def _apply_position_deletes(spark: SparkSession, data: DataFrame, delete_files: list[DataFile]) -> DataFrame:
+    rows = read_position_deletes(spark, delete_files)
+    rows = rows.select(manifest_path_key(F.col(FILE_COL)).alias(_KEY), F.col(POS_COL))
     return data.join(rows, [_KEY, POS_COL], "left_anti")
 
 
