@@ -35,6 +35,7 @@ from pyice_sql.model.conversions import to_internal
 from pyice_sql.runtime import Runtime, local_session
 from pyice_sql.scan.metadata_tables import metadata_table
 from pyice_sql.scan.table_scan import TimeTravel, scan
+from pyice_sql.spark_errors import translate as translate_spark_error
 from pyice_sql.sql import statements as st
 from pyice_sql.sql.script import split_script, substitute_variables
 from pyice_sql.write.data_writer import enforce_not_null, quote
@@ -100,6 +101,12 @@ class IceSession:
             if e.sql is None:
                 e.sql = sql
             raise
+        except Exception as e:
+            named = translate_spark_error(e)
+            if named is None:
+                raise
+            named.sql = sql
+            raise named from e
 
     def _run(self, stmt: st.Statement) -> DataFrame:
         handler = getattr(self, "_do_" + type(stmt).__name__, None)

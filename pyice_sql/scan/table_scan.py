@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
 from pyice_sql.catalog.base import Table
-from pyice_sql.errors import AnalysisError
+from pyice_sql.errors import AnalysisError, CorruptTableError
+from pyice_sql.io.fileio import LocalFileIO, local_path
 from pyice_sql.expr.predicates import Expression
 from pyice_sql.model.schema import Schema
 from pyice_sql.model.snapshots import Snapshot
@@ -67,4 +69,16 @@ def scan(spark: SparkSession, table: Table, row_filter: Expression | None = None
          travel: TimeTravel | None = None, with_metadata: bool = False) -> tuple[DataFrame, ScanPlan]:
     snapshot, schema = select_snapshot(table, travel)
     plan = plan_files(table.metadata, table.io, snapshot, row_filter)
+    check_files_exist(table, plan)
     return read_tasks(spark, schema, plan.tasks, with_metadata), plan
+
+
+def check_files_exist(table: Table, plan: ScanPlan) -> None:
+    """On a local warehouse, name a missing data or delete file now rather than deep in a Spark
+    job (a stat per file is cheap locally; remote stores are left to Spark's own error)."""
+    if not isinstance(table.io, LocalFileIO):
+        return
+    for task in plan.tasks:
+        for f in (task.file, *(d.data_file for d in task.deletes)):
+            if not os.path.exists(local_path(f.file_path)):
+                raise CorruptTableError(f"table {table.full_name} references a file that is missing: {f.file_path}")

@@ -111,3 +111,21 @@ def test_newer_format_version_is_refused_with_the_file(ice, table, warehouse):
         f.write(text)
     with pytest.raises(CorruptTableError, match="format-version 3"):
         ice.sql("SELECT * FROM local.db.t")
+
+
+def test_missing_data_file_is_named(ice, table, warehouse):
+    victim = sorted(glob.glob(os.path.join(warehouse, "db", "t", "data", "**", "*.parquet"), recursive=True))[0]
+    os.remove(victim)
+    with pytest.raises(CorruptTableError) as e:
+        ice.sql("SELECT * FROM local.db.t").collect()
+    assert os.path.basename(victim) in str(e.value)
+
+
+def test_not_null_violation_inside_a_merge_is_named(ice, table, warehouse):
+    from pyice_sql.errors import NotNullViolationError
+
+    before = metadata_files(warehouse)
+    ice.spark.createDataFrame([(5, "x")], "k bigint, s string").createOrReplaceTempView("nn")
+    with pytest.raises(NotNullViolationError, match="id"):
+        ice.sql("MERGE INTO local.db.t t USING nn ON t.id = nn.k WHEN NOT MATCHED THEN INSERT (s) VALUES (nn.s)")
+    assert metadata_files(warehouse) == before
