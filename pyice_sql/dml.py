@@ -22,7 +22,10 @@ from pyspark.sql import DataFrame, functions as F
 from pyice_sql.catalog.base import Table
 from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate
 from pyice_sql.commit.validation import RowLevelValidator
-from pyice_sql.compile.merge_rows import FILE, KEY_PREFIX, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select
+from pyice_sql.compile.merge_rows import (
+    FILE, KEY_PREFIX, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name, value_probe_select,
+)
+from pyice_sql.compile.store_assignment import check_values
 from pyice_sql.errors import AnalysisError, CardinalityError
 from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
 from pyice_sql.expr.from_sql import to_predicate
@@ -38,6 +41,7 @@ from pyice_sql.plan.rules.write_mode import choose_write_mode
 from pyice_sql.scan.delete_index import referenced_path
 from pyice_sql.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.scan.reader import read_position_deletes, read_tasks
+from pyice_sql.spark_schema import schema_to_spark
 from pyice_sql.sql import statements as st
 from pyice_sql.write.data_writer import enforce_not_null, quote, write_data_files
 from pyice_sql.write.delete_writer import write_position_deletes
@@ -202,7 +206,8 @@ class RowLevelExecutor:
         source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
         if plan.where is not None:
             plan = plan.with_(where=self._replace_pyice_tables(plan.where))
-        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view)).persist()
+        narrowing = self._store_assignment(plan, schema, target_view, source_view)
+        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, narrowing)).persist()
         self._persisted.append(tagged)
         stats = _tag_statistics(tagged)
         counts = stats.counts
@@ -268,6 +273,13 @@ class RowLevelExecutor:
         committed = commit_or_clean(table, update, written)
         result.snapshot_id = committed.metadata.current_snapshot().snapshot_id
         return result
+
+    def _store_assignment(self, plan: RowLevelPlan, schema, target_view: str, source_view: str | None):
+        probe = value_probe_select(plan, target_view, source_view)
+        if probe is None:
+            return frozenset()
+        types = {f.name: f.dataType for f in self.spark.sql(probe).schema.fields}  # analysis only
+        return check_values(plan, types, schema_to_spark(schema, with_ids=False), value_name)
 
     def _replace_pyice_tables(self, where):
         """Subqueries in WHERE may read pyice tables: point them at temp views over scans."""

@@ -50,8 +50,42 @@ def _branches(plan: RowLevelPlan) -> list[str]:
     return out
 
 
-def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None) -> str:
-    """The MergeRows query text: `__file`, `__pos`, `__row_operation`, key columns, new values."""
+def _from(plan: RowLevelPlan, target_view: str, source_view: str | None) -> str:
+    t = _q(plan.target_alias)
+    if plan.source is None:
+        where = f" WHERE {_sql(plan.where)}" if plan.where is not None else ""
+        return f"FROM {_q(target_view)} AS {t}{where}"
+    return (f"FROM {_q(target_view)} AS {t} {plan.join_type.upper()} JOIN {_q(source_view)} AS "
+            f"{_q(plan.source_alias)} ON {_sql(plan.on)}")
+
+
+def value_name(clause: int, column: str) -> str:
+    return f"__v{clause}_{column}"
+
+
+def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | None) -> str | None:
+    """A query whose schema (analysis only, never run) gives the type of every assigned value."""
+    cols = [f"{_sql(v)} AS {_q(value_name(k, name))}"
+            for k, ins in enumerate(plan.instructions) for name, v in ins.values.items()]
+    return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)} LIMIT 0" if cols else None
+
+
+def _store(value_sql: str, spark_type: str, checked: bool, column: str) -> str:
+    """Store assignment: a cast, with an overflow check where the cast narrows a number (ANSI)."""
+    cast = f"CAST({value_sql} AS {spark_type})"
+    if not checked:
+        return cast
+    message = f"'value out of range for column {column} ({spark_type}) in store assignment'"
+    return (f"CASE WHEN ({value_sql}) IS NOT NULL AND try_cast({value_sql} AS {spark_type}) IS NULL "
+            f"THEN raise_error({message}) ELSE {cast} END")
+
+
+def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
+                  narrowing: frozenset[tuple[int, str]] = frozenset()) -> str:
+    """The MergeRows query text: `__file`, `__pos`, `__row_operation`, key columns, new values.
+
+    `narrowing` names the (clause, column) values whose cast needs a run-time overflow check.
+    """
     t = _q(plan.target_alias)
     tests = _branches(plan)
     op = "CASE " + " ".join(f"WHEN {test} THEN {ins.operation}" for test, ins in zip(tests, plan.instructions))
@@ -62,13 +96,8 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
     for f in schema.fields:
         current = f"{t}.{_q(f.name)}"
         spark_type = to_spark_type(f.type, with_ids=False).simpleString()
-        whens = [f"WHEN {test} THEN CAST({_sql(ins.values[f.name])} AS {spark_type})"
-                 for test, ins in zip(tests, plan.instructions) if f.name in ins.values]
+        whens = [f"WHEN {test} THEN {_store(_sql(ins.values[f.name]), spark_type, (k, f.name) in narrowing, f.name)}"
+                 for k, (test, ins) in enumerate(zip(tests, plan.instructions)) if f.name in ins.values]
         value = f"CASE {' '.join(whens)} ELSE {current} END" if whens else current
         cols.append(f"{value} AS {_q(f.name)}")
-    if plan.source is None:
-        where = f" WHERE {_sql(plan.where)}" if plan.where is not None else ""
-        return f"SELECT {', '.join(cols)} FROM {_q(target_view)} AS {t}{where}"
-    join = plan.join_type.upper()
-    return (f"SELECT {', '.join(cols)} FROM {_q(target_view)} AS {t} {join} JOIN {_q(source_view)} AS "
-            f"{_q(plan.source_alias)} ON {_sql(plan.on)}")
+    return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)}"

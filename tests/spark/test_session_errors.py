@@ -129,3 +129,17 @@ def test_not_null_violation_inside_a_merge_is_named(ice, table, warehouse):
     with pytest.raises(NotNullViolationError, match="id"):
         ice.sql("MERGE INTO local.db.t t USING nn ON t.id = nn.k WHEN NOT MATCHED THEN INSERT (s) VALUES (nn.s)")
     assert metadata_files(warehouse) == before
+
+
+def test_store_assignment_refuses_string_into_bigint(ice, table):
+    with pytest.raises(AnalysisError, match="cannot safely cast 'id': string to bigint"):
+        ice.sql("UPDATE local.db.t SET id = 'x' WHERE s = 'a'")
+
+
+def test_store_assignment_overflow_fails_at_run_time(ice, warehouse):
+    ice.sql("CREATE DATABASE local.o")
+    ice.sql("CREATE TABLE local.o.t (i int, s string) USING iceberg")
+    ice.sql("INSERT INTO local.o.t VALUES (1, 'a')")
+    with pytest.raises(Exception, match="out of range"):
+        ice.sql("UPDATE local.o.t SET i = 3000000000L")
+    assert [tuple(r) for r in ice.sql("SELECT * FROM local.o.t").collect()] == [(1, "a")]
