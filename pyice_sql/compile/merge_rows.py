@@ -4,9 +4,10 @@ The generated query reads the target scan view (with `_file`, `_pos` and a prese
 and, for MERGE, the source view (with its own marker), joined as the plan says. Per row it
 computes `__row_operation` with one CASE chain over the clauses in order — the first clause
 whose kind (matched / not matched / not matched by source) and condition hold wins — and the
-new value of every target column with the same chain, so Spark evaluates each value only in
-the branch that fires (no spurious errors from clauses that do not apply). It is plain SQL
-over views: user expressions resolve against the user's aliases with Spark's own rules.
+new value of every target column with the same chain (a clause that fires without assigning
+a column keeps its current value), so Spark evaluates each value only in the branch that fires
+(no spurious errors from clauses that do not apply). It is plain SQL over views: user
+expressions resolve against the user's aliases with Spark's own rules.
 """
 from __future__ import annotations
 
@@ -96,8 +97,13 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
     for f in schema.fields:
         current = f"{t}.{_q(f.name)}"
         spark_type = to_spark_type(f.type, with_ids=False).simpleString()
-        whens = [f"WHEN {test} THEN {_store(_sql(ins.values[f.name]), spark_type, (k, f.name) in narrowing, f.name)}"
-                 for k, (test, ins) in enumerate(zip(tests, plan.instructions)) if f.name in ins.values]
+        # Every clause up to the last one assigning this column gets a branch: a clause that
+        # fires without assigning it keeps the current value (first match wins, per column too).
+        assigning = [k for k, ins in enumerate(plan.instructions) if f.name in ins.values]
+        whens = [f"WHEN {test} THEN "
+                 + (_store(_sql(ins.values[f.name]), spark_type, (k, f.name) in narrowing, f.name)
+                    if f.name in ins.values else current)
+                 for k, (test, ins) in enumerate(zip(tests, plan.instructions)) if assigning and k <= assigning[-1]]
         value = f"CASE {' '.join(whens)} ELSE {current} END" if whens else current
         cols.append(f"{value} AS {_q(f.name)}")
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)}"
