@@ -161,23 +161,28 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     return describe_written_files(ctx, write_dir, folders, content)
 
 
+def written_files(ctx: WriteContext, write_dir: str) -> list[tuple[str, dict]]:
+    """(path, footer summary) of each non-empty Parquet file a write job committed under `write_dir`.
+
+    Spark writes a schema-only file for an empty input; such files are deleted, never committed.
+    """
+    files = [f.path for f in ctx.io.list(write_dir, recursive=True)
+             if f.path.endswith(".parquet") and "/_temporary/" not in f.path and "/." not in f.path]
+    out = []
+    for path, footer in zip(files, ctx.footer_stats(files) if files else []):
+        if int(footer["rowCount"]) == 0:
+            ctx.io.delete(path)
+        else:
+            out.append((path, footer))
+    return out
+
+
 def describe_written_files(ctx: WriteContext, write_dir: str,
                            folders: list[tuple[str, str, it.IcebergType]],
                            content: FileContent = FileContent.DATA) -> list[DataFile]:
-    files = [f.path for f in ctx.io.list(write_dir, recursive=True)
-             if f.path.endswith(".parquet") and "/_temporary/" not in f.path and "/." not in f.path]
-    if not files:
-        return []
-    footers = ctx.footer_stats(files)
-    result = []
-    for path, footer in zip(files, footers):
-        if int(footer["rowCount"]) == 0:
-            ctx.io.delete(path)  # Spark writes a schema-only file for an empty input; never commit it
-            continue
-        partition = _partition_of(path, write_dir, folders)
-        result.append(data_file_from_footer(footer, ctx.schema, ctx.properties, path, partition,
-                                            ctx.spec.spec_id, content))
-    return result
+    return [data_file_from_footer(footer, ctx.schema, ctx.properties, path, _partition_of(path, write_dir, folders),
+                                  ctx.spec.spec_id, content)
+            for path, footer in written_files(ctx, write_dir)]
 
 
 def _partition_of(path: str, write_dir: str, folders: list[tuple[str, str, it.IcebergType]]) -> tuple:

@@ -17,7 +17,7 @@ from pyice_sql.model import types as it
 from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.schema import Schema
 from pyice_sql.spark_schema import FIELD_ID_KEY
-from pyice_sql.write.data_writer import WriteContext
+from pyice_sql.write.data_writer import WriteContext, written_files
 from pyice_sql.write.stats import data_file_from_footer
 
 DELETE_SCHEMA = Schema((
@@ -50,18 +50,10 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
                                ctx.properties.get("write.parquet.compression-codec", "zstd")).lower()
     (rows.write.mode("errorifexists").option("compression", "none" if codec == "uncompressed" else codec)
      .partitionBy(_TARGET).parquet(out_dir))
-    files = [f.path for f in ctx.io.list(out_dir, recursive=True)
-             if f.path.endswith(".parquet") and "/_temporary/" not in f.path and "/." not in f.path]
-    if not files:
-        return []
-    footers = ctx.footer_stats(files)
     out = []
-    for path, footer in zip(files, footers):
+    for path, footer in written_files(ctx, out_dir):
         folder = path.rsplit("/", 2)[-2]
         target = targets[paths[int(folder.split("=", 1)[1])]]
-        if int(footer["rowCount"]) == 0:
-            ctx.io.delete(path)
-            continue
         out.append(data_file_from_footer(
             footer, DELETE_SCHEMA, _FULL_METRICS, path, target.partition, target.spec_id,
             FileContent.POSITION_DELETES, referenced_data_file=target.file_path))
