@@ -1,0 +1,314 @@
+"""Tables pyice_sql writes are read by Iceberg Java, PyIceberg and DuckDB with exactly our rows.
+
+Every table is written through `ice.sql` in several INSERTs (so there are several data files
+and manifests to prune), then:
+  - Iceberg Java reads all rows, and runs WHERE queries that its partition and metrics pruning
+    answer from our manifests: a wrong partition tuple or column bound makes Java skip a file
+    that has matching rows, so each answer must equal the same filter applied by plain Spark to
+    the full, unpruned rows (and pyice's own pruned answer must equal it too);
+  - Java's `_partition` metadata column (the tuple we recorded for the row's file) must equal
+    the partition Java's own transform functions compute from the row;
+  - PyIceberg and DuckDB read exactly our rows.
+
+To pay the JVM start once, the module fixture builds every table first and then runs all of
+Java's statements in one reference-engine run; each test then checks its own table. A table
+whose build failed fails only its own test.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+
+from tests.interop.engines import (
+    EngineError, assert_peers_read, assert_same_rows, ice_rows, java_sql_each, rows_or_raise, sort_rows,
+)
+
+pytestmark = pytest.mark.interop
+
+
+@dataclass
+class Scenario:
+    table: str
+    build: Callable[[Any], Any]
+    wheres: list[str]
+    extra_java: list[str] = field(default_factory=list)
+    built: Any = None  # what build returned
+    error: BaseException | None = None
+    java: list = field(default_factory=list)  # results of java_statements()
+
+    def java_statements(self) -> list[str]:
+        return ([f"SELECT * FROM ref.db.{self.table}"]
+                + [f"SELECT * FROM ref.db.{self.table} WHERE {w}" for w in self.wheres] + self.extra_java)
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(table: str, wheres: list[str], extra_java: list[str] = ()):
+    def register(build):
+        SCENARIOS[table] = Scenario(table, build, wheres, list(extra_java))
+        return build
+    return register
+
+
+@pytest.fixture(scope="module")
+def world(spark, tmp_path_factory):
+    import pyice_sql
+
+    warehouse = str(tmp_path_factory.mktemp("written_by_pyice") / "warehouse")
+    ice = pyice_sql.connect(spark, warehouse=warehouse)
+    ice.sql("CREATE DATABASE local.db")
+    for sc in SCENARIOS.values():
+        try:
+            sc.built = sc.build(ice)
+        except Exception as e:  # reported by the scenario's own test
+            sc.error = e
+    ready = [sc for sc in SCENARIOS.values() if sc.error is None]
+    statements = [q for sc in ready for q in sc.java_statements()]
+    results = java_sql_each(warehouse, statements) if statements else []
+    for sc in ready:
+        n = len(sc.java_statements())
+        sc.java, results = results[:n], results[n:]
+    return ice, warehouse
+
+
+def check_readers(world, table: str) -> Scenario:
+    """Java and the peers read `local.db.<table>` as we do; each WHERE gives Spark's unpruned answer."""
+    ice, warehouse = world
+    sc = SCENARIOS[table]
+    if sc.error is not None:
+        raise AssertionError(f"pyice_sql failed to build db.{table}: {sc.error!r}") from sc.error
+    ours = ice_rows(ice.sql(f"SELECT * FROM local.db.{table}"))
+    assert ours, "the table is empty: nothing would be compared"
+    # ground truth for each WHERE: one unpruned pass, one boolean column per condition
+    flags = ", ".join(f"coalesce({w}, false) AS `__w{i}`" for i, w in enumerate(sc.wheres))
+    ice.table(f"local.db.{table}").createOrReplaceTempView("__all_rows")
+    try:
+        full = ice.spark.sql(f"SELECT *, {flags} FROM __all_rows").collect()
+    finally:
+        ice.spark.catalog.dropTempView("__all_rows")
+    width = len(full[0]) - len(sc.wheres)
+    expected = [sort_rows(list(r)[:width] for r in full if r[width + i]) for i in range(len(sc.wheres))]
+    assert_same_rows(ours, sort_rows(list(r)[:width] for r in full), "pyice's table() vs its SQL read")
+    for w, exp in zip(sc.wheres, expected):
+        assert exp, f"WHERE {w} matches no row: a pruning check needs matches"
+        assert len(exp) < len(ours), f"WHERE {w} matches every row: a pruning check needs misses"
+        assert_same_rows(exp, ice_rows(ice.sql(f"SELECT * FROM local.db.{table} WHERE {w}")),
+                         f"pyice's pruned answer to WHERE {w}")
+    assert_same_rows(ours, rows_or_raise(sc.java[0]), f"Iceberg Java reading db.{table}")
+    for w, exp, got in zip(sc.wheres, expected, sc.java[1:]):
+        assert_same_rows(exp, rows_or_raise(got), f"Iceberg Java's answer to WHERE {w} on db.{table}")
+    assert_peers_read(f"{warehouse}/db/{table}", ours)
+    return sc
+
+
+def extra_results(sc: Scenario) -> list:
+    return [rows_or_raise(r) for r in sc.java[1 + len(sc.wheres):]]
+
+
+def assert_partitions_match_transforms(rows: list, what: str) -> None:
+    """Rows of `SELECT _partition, <transform exprs...>`: the recorded tuple equals the computed one."""
+    assert rows
+    bad = [r for r in rows if r[0] != r[1:]]
+    assert not bad, f"{what}: recorded partition != Java's transform of the row (first 10): {bad[:10]}"
+
+
+def _lit(v: str | None) -> str:
+    return "NULL" if v is None else "'" + v.replace("'", "''") + "'"
+
+
+def _insert(ice, table: str, batches: list[str]) -> None:
+    for values in batches:
+        ice.sql(f"INSERT INTO local.db.{table} VALUES {values}")
+
+
+# ------------------------------------------------------------------------------ types
+
+TYPES_ROWS = [
+    # id, b, i, l, f, d, d1, d2, s, dt, ts, tsn, bin, st
+    """(1, true, 1, 10000000000, 1.5, 2.25, 12.34, 1234567890123.123456, 'héllo', DATE'2024-01-02',
+        TIMESTAMP'2024-01-02 03:04:05.123456', TIMESTAMP_NTZ'2024-01-02 03:04:05.5', X'DEADBEEF',
+        named_struct('a', 1, 'b', 'x', 'c', named_struct('x', 0.5))),
+       (2, false, -2147483648, -9223372036854775808, -0.25, -1e300, -99999999.99,
+        -99999999999999999999999999999999.999999, '', DATE'1969-12-31', TIMESTAMP'1969-12-31 23:59:59.999999',
+        TIMESTAMP_NTZ'1900-01-01 00:00:00', X'', named_struct('a', NULL, 'b', NULL, 'c', NULL))""",
+    """(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+       (4, true, 2147483647, 9223372036854775807, 3.0, double('NaN'), 0.01, 0.000001,
+        'a string well past the sixteen characters of truncated bounds', DATE'9999-12-31',
+        TIMESTAMP'2262-04-11 23:47:16.854775', TIMESTAMP_NTZ'2024-06-30 23:59:59.999999', X'00FF',
+        named_struct('a', 7, 'b', 'zz', 'c', named_struct('x', NULL)))""",
+    """(5, false, 5, 5, 5.0, 5.5, 5.55, 5.000005, '日本語テキスト', DATE'2000-02-29',
+        TIMESTAMP'2000-02-29 12:00:00', TIMESTAMP_NTZ'2000-02-29 12:00:00', X'0102030405',
+        named_struct('a', 5, 'b', 'five', 'c', named_struct('x', -5.0)))""",
+]
+
+
+@scenario("types", wheres=[
+    "l > 5000000000", "i = 5", "f < 0", "d > 5", "d1 < 0", "d2 = 0.000001", "s = 'héllo'",
+    "s > 'a string well past the sixteen'", "dt < DATE'1970-01-01'", "dt = DATE'9999-12-31'",
+    "ts >= TIMESTAMP'2262-01-01'", "ts < TIMESTAMP'1970-01-01'", "tsn = TIMESTAMP_NTZ'2024-01-02 03:04:05.5'",
+    "bin = X'0102030405'", "st.a = 7", "st.c.x < 0", "b IS NULL", "isnan(d)"])
+def build_types(ice):
+    ice.sql("""CREATE TABLE local.db.types (
+      id int, b boolean, i int, l bigint, f float, d double, d1 decimal(10,2), d2 decimal(38,6), s string,
+      dt date, ts timestamp, tsn timestamp_ntz, bin binary, st struct<a: int, b: string, c: struct<x: double>>
+    ) USING iceberg""")
+    _insert(ice, "types", TYPES_ROWS)
+
+
+def test_unpartitioned_all_types(world):
+    check_readers(world, "types")
+
+
+# ------------------------------------------------------------------------------ partition transforms
+
+@scenario("parts", wheres=[
+    "p = 'a'", "p IS NULL", "p = 'é x/y=z'", "id = 105", "id IN (3, 207)", "ts >= TIMESTAMP'2024-03-01'",
+    "ts < TIMESTAMP'1970-01-01'", "ts IS NULL", "s = 'abcdef'", "s LIKE 'abcd%'", "s IS NULL",
+    "p = 'b' AND id = 201"],
+    extra_java=["SELECT _partition, p, ref.system.bucket(16, id), ref.system.days(ts), "
+                "ref.system.truncate(4, s) FROM ref.db.parts"])
+def build_parts(ice):
+    ice.sql("""CREATE TABLE local.db.parts (id bigint, p string, ts timestamp, s string, v int)
+               USING iceberg PARTITIONED BY (p, bucket(16, id), days(ts), truncate(4, s))""")
+    batches = []
+    for k in range(3):
+        batch = []
+        for i in range(12):
+            n = k * 100 + i
+            p = ["a", "b", "é x/y=z", None][i % 4]
+            ts = None if n % 11 == 0 else f"TIMESTAMP'2024-0{1 + k}-{1 + i % 5:02d} {i:02d}:30:00'"
+            s = None if n % 7 == 3 else ["abcdef", "abc", "abcdxyz", "zz top", "ñandú"][i % 5]
+            batch.append(f"({n}, {_lit(p)}, {ts or 'NULL'}, {_lit(s)}, {i})")
+        batches.append(", ".join(batch))
+    batches.append("(-1, 'a', TIMESTAMP'1969-12-31 23:00:00', 'abcd', 0)")  # negative day and bucket input
+    _insert(ice, "parts", batches)
+
+
+def test_partitioned_identity_bucket_days_truncate(world):
+    (partitions,) = extra_results(check_readers(world, "parts"))
+    assert_partitions_match_transforms(partitions, "db.parts")
+
+
+@scenario("times", wheres=[
+    "ts < TIMESTAMP'1970-01-01'", "ts >= TIMESTAMP'2024-06-01'", "dt = DATE'2021-03-03'", "dt >= DATE'2022-10-01'",
+    "tsn = TIMESTAMP_NTZ'2024-05-02 04:15:00'", "tsn < TIMESTAMP_NTZ'2024-05-01 05:00:00'", "amount < -20",
+    "amount = 3.25", "n = 23757", "flag", "flag IS NULL", "ts IS NULL"],
+    extra_java=["SELECT _partition, ref.system.years(ts), ref.system.months(dt), ref.system.hours(tsn), "
+                "ref.system.truncate(10, amount), ref.system.bucket(4, n), flag FROM ref.db.times"])
+def build_times(ice):
+    ice.sql("""CREATE TABLE local.db.times (id bigint, ts timestamp, dt date, tsn timestamp_ntz, amount decimal(9,2),
+                 n bigint, flag boolean)
+               USING iceberg PARTITIONED BY (years(ts), months(dt), hours(tsn), truncate(10, amount),
+                 bucket(4, n), flag)""")
+    batches = []
+    for k in range(3):
+        batch = []
+        for i in range(10):
+            n = k * 10 + i
+            ts = f"TIMESTAMP'{1968 + 28 * k + i % 3}-0{1 + i % 9}-15 10:00:00'"
+            dt = f"DATE'{2020 + k}-{1 + i:02d}-0{1 + i % 9}'"
+            tsn = f"TIMESTAMP_NTZ'2024-05-0{1 + k} {i * 2:02d}:15:00'"
+            amount = f"{(n - 12) * 3.25:.2f}"
+            flag = ["true", "false", "NULL"][i % 3]
+            batch.append(f"({n}, {ts}, {dt}, {tsn}, {amount}, {n * 7919 if n % 4 else 'NULL'}, {flag})")
+        batches.append(", ".join(batch))
+    batches.append("(100, NULL, NULL, NULL, NULL, NULL, NULL)")
+    _insert(ice, "times", batches)
+
+
+def test_partitioned_years_months_hours(world):
+    (partitions,) = extra_results(check_readers(world, "times"))
+    assert_partitions_match_transforms(partitions, "db.times")
+
+
+# ------------------------------------------------------------------------------ schema evolution
+
+EVO_EXPECTED = [
+    [1, "one", 10, 0.5, "1.25", None, None], [2, "two", 20, None, "-2.50", None, None],
+    [3, "three", 30, 3.25, "3.75", "d3", None], [4, None, None, 4.0, None, None, None],
+    [5, "five", 50, 5.5, "5.00", "d5", None], [6, "six", 60, 6.0, "6.50", "d6", None],
+    [7000000000, "seven", 70, 0.1, "123456789012345678.99", "d7", None],
+    [8, "eight", 80, 8.0, "8.00", "d8", "new b"]]
+
+
+@scenario("evo", wheres=[
+    "a2 = 'three'", "a2 IS NULL", "id > 3000000000", "id = 2", "b = 'new b'", "b IS NULL AND id < 3", "d >= 'd5'",
+    "c < 25", "f > 5", "m > 1000", "m < 0"])
+def build_evo(ice):
+    """Rows written before and after each change: add, rename, drop, widen (int, float, decimal), re-add."""
+    ice.sql("""CREATE TABLE local.db.evo (id int, a string, b double, c int, f float, m decimal(9,2))
+               USING iceberg PARTITIONED BY (bucket(2, id))""")
+    ice.sql("INSERT INTO local.db.evo VALUES (1, 'one', 1.5, 10, 0.5, 1.25), (2, 'two', NULL, 20, NULL, -2.5)")
+    ice.sql("ALTER TABLE local.db.evo ADD COLUMN d string")
+    ice.sql("INSERT INTO local.db.evo VALUES (3, 'three', 3.5, 30, 3.25, 3.75, 'd3'), (4, NULL, 4.5, NULL, 4.0, NULL, NULL)")
+    ice.sql("ALTER TABLE local.db.evo RENAME COLUMN a TO a2")
+    ice.sql("INSERT INTO local.db.evo VALUES (5, 'five', 5.5, 50, 5.5, 5.0, 'd5')")
+    ice.sql("ALTER TABLE local.db.evo DROP COLUMN b")
+    ice.sql("INSERT INTO local.db.evo VALUES (6, 'six', 60, 6.0, 6.5, 'd6')")
+    ice.sql("ALTER TABLE local.db.evo ALTER COLUMN id TYPE bigint")
+    ice.sql("ALTER TABLE local.db.evo ALTER COLUMN f TYPE double")
+    ice.sql("ALTER TABLE local.db.evo ALTER COLUMN m TYPE decimal(20,2)")
+    ice.sql("INSERT INTO local.db.evo VALUES (7000000000, 'seven', 70, 0.1, 123456789012345678.99, 'd7')")
+    ice.sql("ALTER TABLE local.db.evo ADD COLUMN b string")  # same name as the dropped column, new id
+    ice.sql("INSERT INTO local.db.evo VALUES (8, 'eight', 80, 8.0, 8.0, 'd8', 'new b')")
+
+
+def test_schema_evolution(world):
+    ice, _ = world
+    if SCENARIOS["evo"].error is None:
+        ours = sorted(ice_rows(ice.sql("SELECT * FROM local.db.evo")), key=lambda r: r[0])
+        assert ours == sorted(EVO_EXPECTED, key=lambda r: r[0]), "pyice's own read after schema evolution"
+    check_readers(world, "evo")
+
+
+# ------------------------------------------------------------------------------ partition evolution
+
+PEVO_STAGES = [  # (ALTER before the stage's insert, rows)
+    (None, "(1, 'a', TIMESTAMP'2024-01-01 01:00:00'), (2, 'b', TIMESTAMP'2024-01-02 02:00:00'), (3, NULL, NULL)"),
+    ("ADD PARTITION FIELD days(ts)",
+     "(11, 'a', TIMESTAMP'2024-02-01 01:00:00'), (12, 'b', TIMESTAMP'2024-02-02 02:00:00'), (13, 'a', NULL)"),
+    ("DROP PARTITION FIELD cat", "(21, 'a', TIMESTAMP'2024-03-01 01:00:00'), (22, 'c', TIMESTAMP'2024-03-05 02:00:00')"),
+    ("REPLACE PARTITION FIELD ts_day WITH bucket(4, id)",
+     "(31, 'a', TIMESTAMP'2024-04-01 01:00:00'), (32, 'b', TIMESTAMP'2024-04-02 02:00:00'), (33, 'c', NULL)"),
+]
+
+
+@scenario("pevo", wheres=[
+    "cat = 'b'", "cat = 'a'", "cat IS NULL", "ts >= TIMESTAMP'2024-02-02'", "ts < TIMESTAMP'2024-02-01 12:00:00'",
+    "id = 32", "id IN (1, 22, 31)", "ts IS NULL"],
+    extra_java=["SELECT id, _spec_id FROM ref.db.pevo",
+                "SELECT spec_id, count(*) FROM ref.db.pevo.files GROUP BY spec_id"])
+def build_pevo(ice):
+    """identity(cat) → + days(ts) → − cat → days replaced by bucket(4, id); rows on every spec."""
+    from pyice_sql.catalog.base import TableIdentifier
+
+    ice.sql("CREATE TABLE local.db.pevo (id bigint, cat string, ts timestamp) USING iceberg PARTITIONED BY (cat)")
+    spec_of_stage = []
+    for alter, rows in PEVO_STAGES:
+        if alter:
+            ice.sql(f"ALTER TABLE local.db.pevo {alter}")
+        spec_of_stage.append(ice.load("local", TableIdentifier(("db",), "pevo")).metadata.default_spec_id)
+        ice.sql(f"INSERT INTO local.db.pevo VALUES {rows}")
+    return spec_of_stage
+
+
+def test_partition_evolution(world):
+    from pyice_sql.catalog.base import TableIdentifier
+
+    ice, _ = world
+    sc = check_readers(world, "pevo")
+    spec_of_stage = sc.built
+    md = ice.load("local", TableIdentifier(("db",), "pevo")).metadata
+    # Iceberg Java makes exactly one new spec per ALTER (REPLACE included)
+    assert sorted(s.spec_id for s in md.specs) == [0, 1, 2, 3] == spec_of_stage, [str(s) for s in md.specs]
+    # pyice's own pruning on each spec: cat = 'b' skips the other cat files of specs 0 and 1
+    ice.sql("SELECT * FROM local.db.pevo WHERE cat = 'b'").collect()
+    assert ice.last_plan.metrics.skipped_by_partition == 4, ice.last_plan.metrics
+    spec_rows, files_per_spec = extra_results(sc)
+    expected = sort_rows([int(values.split(",")[0].strip("( ")), spec_of_stage[stage]]
+                         for stage, (_, rows) in enumerate(PEVO_STAGES) for values in rows.split("), "))
+    assert spec_rows == expected, "old files must stay on the spec they were written with"
+    assert [r[0] for r in files_per_spec] == [0, 1, 2, 3]
