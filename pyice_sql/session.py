@@ -398,8 +398,13 @@ class IceSession:
             append(self.runtime, table, df)
             return
         mode = self.spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static").lower()
-        if stmt.static_partition or mode != "dynamic":
-            schema = table.metadata.schema()
+        schema = table.metadata.schema()
+        # dynamic mode replaces only the partitions written, also under PARTITION (p='a', q); a clause
+        # that fixes every partition column is a static overwrite in either mode, as in Spark
+        part_cols = {schema.find_field(f.source_id).name.lower() for f in table.metadata.spec().fields
+                     if schema.find_field(f.source_id) is not None}
+        all_static = bool(stmt.static_partition) and part_cols <= {k.lower() for k in stmt.static_partition}
+        if mode != "dynamic" or all_static:
             flt: Expression = AlwaysTrue()
             for k, v in stmt.static_partition.items():
                 field = schema.find_field(k)
