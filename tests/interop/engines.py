@@ -13,6 +13,7 @@ lists of field values; NaN becomes "NaN"; rows are sorted.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 import decimal
 import json
@@ -152,6 +153,14 @@ def java_sql(warehouse: str | os.PathLike, *statements: str, master: str | None 
         raise EngineError(f"Iceberg Java ran {len(results)} of {len(statements)} statements "
                           f"(exit {done.returncode}):\n{done.stderr[-4000:]}")
     return results
+
+
+def in_background(fn, *args, **kwargs) -> concurrent.futures.Future:
+    """Run an engine call in a thread (the engines are subprocesses), to overlap it with our own work."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(fn, *args, **kwargs)
+    pool.shutdown(wait=False)
+    return future
 
 
 def rows_or_raise(result: list[list[Any]] | EngineError) -> list[list[Any]]:
