@@ -26,7 +26,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-SHIM_API = "1"  # must equal pyice.shim.Shim.API
+SHIM_API = "1"
+DRIVER_FOOTER_LIMIT = 8  # up to this many footers are read on the driver, no Spark job  # must equal pyice.shim.Shim.API
 SRC_DIR = Path(__file__).resolve().parent / "shim_src"
 _JAVA_PACKAGE = "pyice.shim"
 _BUILD_ID_ENTRY = "pyice/shim/build-id.txt"
@@ -302,10 +303,17 @@ class ShimHandle:
 
     # -- Parquet footers ------------------------------------------------------------------------------------
     def footer_stats(self, paths: Iterable[str]) -> list[dict]:
-        """One summary dict per Parquet file (see FooterStats.java), read on the executors in one job."""
+        """One summary dict per Parquet file (see FooterStats.java).
+
+        A few files are read from the driver (a Spark job costs more than a handful of footer
+        reads); more are read on the executors in one job, so the driver never opens many files.
+        """
         paths = list(paths)
         if not paths:
             return []
+        if len(paths) <= DRIVER_FOOTER_LIMIT:
+            conf = self._conf()
+            return [json.loads(self._call("FooterStats", "footerJson", p, conf)) for p in paths]
         from py4j.java_collections import ListConverter
 
         sc = self._core.sc
