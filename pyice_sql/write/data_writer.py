@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable
 
-from pyspark.sql import Column, DataFrame, functions as F
+from pyspark.sql import Column, DataFrame, functions as F, types as T
 
 from pyice_sql.io.fileio import FileIO
 from pyice_sql.model import types as it
@@ -59,18 +59,23 @@ def quote(name: str) -> str:
 
 def cast_to_schema(df: DataFrame, fields: tuple[it.NestedField, ...], with_ids: bool) -> list[Column]:
     """Columns of `df` cast to the Iceberg fields' Spark types, tagged with field ids."""
+    types = {f.name.lower(): f.dataType for f in df.schema.fields}
     out = []
     for f in fields:
-        col = _cast_value(F.col(quote(f.name)), f.type, with_ids)
+        col = _cast_value(F.col(quote(f.name)), f.type, with_ids, types.get(f.name.lower()))
         meta = {FIELD_ID_KEY: f.field_id} if with_ids else {}
         out.append(col.alias(f.name, metadata=meta))
     return out
 
 
-def _cast_value(col: Column, t: it.IcebergType, with_ids: bool) -> Column:
+def _cast_value(col: Column, t: it.IcebergType, with_ids: bool, source: T.DataType | None = None) -> Column:
     if isinstance(t, it.StructType):
+        # an untyped NULL (a VALUES column of only NULLs) has no fields to take: build them as NULLs
+        untyped = isinstance(source, T.NullType)
+        nested = {f.name.lower(): f.dataType for f in source.fields} if isinstance(source, T.StructType) else {}
         return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*[
-            _cast_value(col.getField(f.name), f.type, with_ids).alias(
+            _cast_value(F.lit(None) if untyped else col.getField(f.name), f.type, with_ids,
+                        source if untyped else nested.get(f.name.lower())).alias(
                 f.name, metadata={FIELD_ID_KEY: f.field_id} if with_ids else {})
             for f in t.fields]))
     return col.cast(to_spark_type(t, with_ids=False))
