@@ -820,8 +820,20 @@ class _Parser:
                 source = self.query(exp.select("*").from_(plain))
         elif isinstance(using, exp.Subquery):
             source, source_alias = self.query(using.this), using.alias or None
+        elif isinstance(using, exp.Values):  # USING (VALUES ...) s: columns col1, col2, ...
+            plain = using.copy()
+            plain.set("alias", None)
+            source, source_alias = self.query(exp.select("*").from_(plain)), using.alias or None
         else:
             raise self.error("MERGE needs a source table or subquery after USING", tree)
+        ctes = tree.args.get("with_")
+        if ctes is not None and isinstance(source, Query):  # WITH w AS (...) MERGE ... USING w
+            query = source.expression.copy()
+            inner = query.args.get("with_")
+            query.set("with_", exp.With(expressions=[c.copy() for c in ctes.expressions]
+                                        + (list(inner.expressions) if inner is not None else []),
+                                        recursive=ctes.args.get("recursive")))
+            source = self.query(query)
         on = tree.args.get("on")
         if not isinstance(on, exp.Expression):
             raise self.error("MERGE needs an ON condition", tree)
