@@ -13,15 +13,19 @@ lists of field values; NaN becomes "NaN"; rows are sorted.
 """
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import datetime as dt
 import decimal
+import functools
 import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -88,6 +92,20 @@ def sort_rows(rows: Iterable[Iterable[Any]]) -> list[list[Any]]:
 def ice_rows(df) -> list[list[Any]]:
     """Rows of a pyice (Spark) DataFrame in the plain form, sorted."""
     return sort_rows(list(r) for r in df.collect())
+
+
+def ice_answers(ice, queries: list[str]) -> list[list[list[Any]]]:
+    """Rows of several pyice SELECTs with the same columns, in one Spark job (each query is still
+    planned, and pruned, on its own): `SELECT <i>, ...` tags each query's rows."""
+    if not queries:
+        return []
+    frames = [ice.sql(q) for q in queries]
+    tagged = [df.selectExpr(f"{i} AS __query", "*") for i, df in enumerate(frames)]
+    union = functools.reduce(lambda a, b: a.unionByName(b), tagged)
+    out: list[list[list[Any]]] = [[] for _ in queries]
+    for r in union.collect():
+        out[r[0]].append(list(r)[1:])
+    return [sort_rows(rows) for rows in out]
 
 
 # ------------------------------------------------------------------------------ engines
@@ -161,6 +179,32 @@ def in_background(fn, *args, **kwargs) -> concurrent.futures.Future:
     future = pool.submit(fn, *args, **kwargs)
     pool.shutdown(wait=False)
     return future
+
+
+_prefetch_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_prefetched: dict[str, concurrent.futures.Future] = {}
+
+
+def prefetch(key: str, fn, *args, **kwargs) -> concurrent.futures.Future:
+    """Start `fn` once per test run under `key` (later calls return the same future).
+
+    Engine work that does not depend on pyice (a reference engine building its own tables) is
+    started for every selected module when collection ends (tests/interop/conftest.py), one job at
+    a time in collection order, so it overlaps the pyice work of earlier modules.
+    """
+    global _prefetch_pool
+    if key not in _prefetched:
+        if _prefetch_pool is None:
+            _prefetch_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
+        _prefetched[key] = _prefetch_pool.submit(fn, *args, **kwargs)
+    return _prefetched[key]
+
+
+def scratch_dir(prefix: str) -> str:
+    """A temp folder removed when the test process exits (for prefetched engine work)."""
+    path = tempfile.mkdtemp(prefix=f"pyice-interop-{prefix}-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def rows_or_raise(result: list[list[Any]] | EngineError) -> list[list[Any]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.interop.engines import EngineError, assert_peers_read, ice_rows, in_background, java_sql_each
+from tests.interop.engines import EngineError, assert_peers_read, ice_rows, java_sql_each, prefetch, scratch_dir
 
 pytestmark = pytest.mark.interop
 
@@ -74,22 +74,31 @@ def _steps(table: str) -> list[tuple[str, bool]]:
     return [(s, not s.startswith("SET ")) for s in SCRIPTS[table]]
 
 
+def java_statements() -> list[str]:
+    out = ["CREATE DATABASE ref.db"]
+    for table in SCRIPTS:
+        for template, compare in _steps(table):
+            out.append(template.format(c="ref"))
+            if compare:
+                out.append(f"SELECT * FROM ref.db.{table}")
+    return out
+
+
+def prefetch_java():
+    return prefetch("overwrite_differential",
+                    lambda: java_sql_each(scratch_dir("overwrite-java"), java_statements()))
+
+
 @pytest.fixture(scope="module")
 def runs(spark, tmp_path_factory):
     """Per table: [(statement, our rows or error, Java's rows or error)] after each compared step."""
     import pyice_sql
 
     root = tmp_path_factory.mktemp("overwrite")
-    ours_wh, java_wh = str(root / "pyice"), str(root / "java")
+    ours_wh = str(root / "pyice")
     ice = pyice_sql.connect(spark, warehouse=ours_wh)
     ice.sql("CREATE DATABASE local.db")
-    java_statements = ["CREATE DATABASE ref.db"]
-    for table in SCRIPTS:
-        for template, compare in _steps(table):
-            java_statements.append(template.format(c="ref"))
-            if compare:
-                java_statements.append(f"SELECT * FROM ref.db.{table}")
-    java_run = in_background(java_sql_each, java_wh, java_statements)  # its own copy: runs meanwhile
+    java_run = prefetch_java()  # Java works on its own copy: usually done or running already
     ours: dict[str, list] = {}
     try:
         for table in SCRIPTS:

@@ -10,6 +10,10 @@ and manifests to prune), then:
     the partition Java's own transform functions compute from the row;
   - PyIceberg and DuckDB read exactly our rows.
 
+Also, Java INSERTs into, DELETEs from and UPDATEs (merge-on-read) a table we created, so its
+commits and position deletes land on our metadata and data files: we must then read Java's rows,
+PyIceberg and DuckDB must agree, and so after we append on top of Java's commits.
+
 To pay the JVM start once, the module fixture builds every table first and then runs all of
 Java's statements in one reference-engine run; each test then checks its own table. A table
 whose build failed fails only its own test.
@@ -22,7 +26,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.interop.engines import (
-    EngineError, assert_peers_read, assert_same_rows, ice_rows, java_sql_each, rows_or_raise, sort_rows,
+    EngineError, assert_peers_read, assert_same_rows, ice_answers, ice_rows, java_sql_each, rows_or_raise, sort_rows,
 )
 
 pytestmark = pytest.mark.interop
@@ -39,14 +43,15 @@ class Scenario:
     java: list = field(default_factory=list)  # results of java_statements()
 
     def java_statements(self) -> list[str]:
-        return ([f"SELECT * FROM ref.db.{self.table}"]
-                + [f"SELECT * FROM ref.db.{self.table} WHERE {w}" for w in self.wheres] + self.extra_java)
+        reads = [f"SELECT * FROM ref.db.{self.table}"] if self.wheres is not None else []
+        return reads + [f"SELECT * FROM ref.db.{self.table} WHERE {w}" for w in self.wheres or []] + self.extra_java
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(table: str, wheres: list[str], extra_java: list[str] = ()):
+def scenario(table: str, wheres: list[str] | None, extra_java: list[str] = ()):
+    """Register a table build; Java reads it and answers `wheres` (None: only runs `extra_java`)."""
     def register(build):
         SCENARIOS[table] = Scenario(table, build, wheres, list(extra_java))
         return build
@@ -92,11 +97,11 @@ def check_readers(world, table: str) -> Scenario:
     width = len(full[0]) - len(sc.wheres)
     expected = [sort_rows(list(r)[:width] for r in full if r[width + i]) for i in range(len(sc.wheres))]
     assert_same_rows(ours, sort_rows(list(r)[:width] for r in full), "pyice's table() vs its SQL read")
-    for w, exp in zip(sc.wheres, expected):
+    pruned = ice_answers(ice, [f"SELECT * FROM local.db.{table} WHERE {w}" for w in sc.wheres])
+    for w, exp, got in zip(sc.wheres, expected, pruned):
         assert exp, f"WHERE {w} matches no row: a pruning check needs matches"
         assert len(exp) < len(ours), f"WHERE {w} matches every row: a pruning check needs misses"
-        assert_same_rows(exp, ice_rows(ice.sql(f"SELECT * FROM local.db.{table} WHERE {w}")),
-                         f"pyice's pruned answer to WHERE {w}")
+        assert_same_rows(exp, got, f"pyice's pruned answer to WHERE {w}")
     assert_same_rows(ours, rows_or_raise(sc.java[0]), f"Iceberg Java reading db.{table}")
     for w, exp, got in zip(sc.wheres, expected, sc.java[1:]):
         assert_same_rows(exp, rows_or_raise(got), f"Iceberg Java's answer to WHERE {w} on db.{table}")
@@ -142,6 +147,7 @@ TYPES_ROWS = [
     """(5, false, 5, 5, 5.0, 5.5, 5.55, 5.000005, '日本語テキスト', DATE'2000-02-29',
         TIMESTAMP'2000-02-29 12:00:00', TIMESTAMP_NTZ'2000-02-29 12:00:00', X'0102030405',
         named_struct('a', 5, 'b', 'five', 'c', named_struct('x', -5.0)))""",
+    "(6, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",  # untyped NULLs only
 ]
 
 
@@ -312,3 +318,49 @@ def test_partition_evolution(world):
                          for stage, (_, rows) in enumerate(PEVO_STAGES) for values in rows.split("), "))
     assert spec_rows == expected, "old files must stay on the spec they were written with"
     assert [r[0] for r in files_per_spec] == [0, 1, 2, 3]
+
+
+# ------------------------------------------------------------------------------ Java writes into ours
+
+MOR = ("'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
+       "'write.merge.mode'='merge-on-read'")
+JAVA_CHANGES_OURS = [
+    "INSERT INTO ref.db.ours VALUES (100, 'java', TIMESTAMP'2024-01-01 05:00:00', 1.00), "
+    "(101, 'java', TIMESTAMP'2024-01-03 05:00:00', 2.00)",
+    "DELETE FROM ref.db.ours WHERE id IN (2, 100)",
+    "UPDATE ref.db.ours SET s = 'updated by java', d = d + 0.5 WHERE id = 5",
+    "SELECT * FROM ref.db.ours",
+    "SELECT content, count(*) FROM ref.db.ours.files GROUP BY content",
+]
+
+
+@scenario("ours", wheres=None, extra_java=JAVA_CHANGES_OURS)
+def build_ours(ice):
+    ice.sql(f"""CREATE TABLE local.db.ours (id bigint, s string, ts timestamp, d decimal(10,2))
+                USING iceberg PARTITIONED BY (bucket(8, id), days(ts)) TBLPROPERTIES ({MOR})""")
+    ice.sql("INSERT INTO local.db.ours VALUES " + ", ".join(
+        f"({i}, 's{i}', TIMESTAMP'2024-01-0{1 + i % 3} 0{i % 10}:00:00', {i}.25)" for i in range(1, 9)))
+    ice.sql("INSERT INTO local.db.ours VALUES (9, NULL, NULL, NULL), (10, 'ten', TIMESTAMP'2024-01-02 00:00:00', 10)")
+
+
+def test_java_writes_into_our_table(world):
+    ice, warehouse = world
+    sc = SCENARIOS["ours"]
+    if sc.error is not None:
+        raise AssertionError(f"pyice_sql failed to build db.ours: {sc.error!r}") from sc.error
+    *_, java_rows, files = [rows_or_raise(r) for r in sc.java]
+    assert dict(files).get(1, 0) >= 1, f"Java's merge-on-read DELETE/UPDATE should have written position deletes: {files}"
+    assert sorted(r[0] for r in java_rows) == [1, 3, 4, 5, 6, 7, 8, 9, 10, 101], java_rows
+    assert [r for r in java_rows if r[0] == 5] == [[5, "updated by java", "2024-01-03T05:00:00.000000", "5.75"]]
+    ours = ice_rows(ice.sql("SELECT * FROM local.db.ours"))
+    assert_same_rows(java_rows, ours, "pyice reading its table after Java's INSERT, DELETE and UPDATE")
+    assert_same_rows([r for r in java_rows if r[0] in (1, 9)],
+                     ice_rows(ice.sql("SELECT * FROM local.db.ours WHERE id IN (1, 9, 2)")),
+                     "pyice's pruned read after Java's changes")
+    assert_peers_read(f"{warehouse}/db/ours", ours)
+    # our commit on top of Java's
+    ice.sql("INSERT INTO local.db.ours VALUES (200, 'pyice again', TIMESTAMP'2024-01-04 00:00:00', 200)")
+    after = ice_rows(ice.sql("SELECT * FROM local.db.ours"))
+    assert_same_rows(sort_rows(ours + [[200, "pyice again", "2024-01-04T00:00:00.000000", "200.00"]]), after,
+                     "pyice append after Java's commits")
+    assert_peers_read(f"{warehouse}/db/ours", after)
