@@ -9,7 +9,9 @@ Engines:
 Values are normalised (`plain`) so rows from pyice (`DataFrame.collect()`), Java and the peers
 compare equal: timestamps become ISO text without offset, in UTC, always with microseconds;
 decimals become their text; bytes become lowercase hex; structs (Row, dict or list) become
-lists of field values; NaN becomes "NaN"; rows are sorted.
+lists of field values; NaN becomes "NaN"; rows are sorted. Maps come as dicts from some engines
+and are turned into their values too (the peers' JSON cannot tell a map from a struct), so
+check map keys with a WHERE on them.
 """
 from __future__ import annotations
 
@@ -237,9 +239,12 @@ def peer_rows(table_dir: str | os.PathLike) -> dict[str, list[list[Any]]]:
     return out
 
 
-def assert_peers_read(table_dir: str | os.PathLike, expected: list[list[Any]]) -> None:
-    """PyIceberg and DuckDB both read exactly `expected` (already plain and sorted)."""
+def assert_peers_read(table_dir: str | os.PathLike, expected: list[list[Any]],
+                      readers: tuple[str, ...] = ("pyiceberg", "duckdb")) -> None:
+    """PyIceberg and DuckDB (or just `readers`) read exactly `expected` (already plain and sorted)."""
     for reader, rows in peer_rows(table_dir).items():
+        if reader not in readers:
+            continue
         assert rows == expected, f"{reader} read different rows from {table_dir}:\n{_diff(expected, rows)}"
 
 
