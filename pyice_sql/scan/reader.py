@@ -37,8 +37,13 @@ def manifest_path_key(col: Column) -> Column:
 
 
 def spark_path_key(col: Column) -> Column:
-    """Canonical key of a path as Spark reports it in `_metadata.file_path` (percent-encoded URI)."""
-    return manifest_path_key(F.url_decode(F.regexp_replace(col, r"\+", "%2B")))
+    """Canonical key of a path as Spark reports it in `_metadata.file_path` (percent-encoded URI).
+
+    Evaluated once per row: a path without '%' decodes to itself, so only those with an escape
+    pay for the regex + URL decoding (which tripled the cost of a 2M-row scan with row identity).
+    """
+    decoded = F.when(col.contains("%"), F.url_decode(F.regexp_replace(col, r"\+", "%2B"))).otherwise(col)
+    return manifest_path_key(decoded)
 
 
 def partition_key(f: DataFile) -> str:
@@ -84,16 +89,17 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     data = functools.reduce(DataFrame.union, frames)
     if not with_metadata and not deletes:
         return data
-    files = spark.createDataFrame(
-        [(t.file.file_path, t.file.spec_id, partition_key(t.file), t.data_sequence_number) for t in tasks],
-        T.StructType([T.StructField(FILE_COL, T.StringType()), T.StructField(SPEC_COL, T.IntegerType()),
-                      T.StructField(PARTITION_COL, T.StringType()), T.StructField(SEQ_COL, T.LongType())]))
-    files = files.withColumn(_KEY, manifest_path_key(F.col(FILE_COL)))
-    data = data.join(F.broadcast(files), _KEY)
+    eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
+    if with_metadata or eq_deletes:  # position deletes alone need only the path key and position
+        files = spark.createDataFrame(
+            [(t.file.file_path, t.file.spec_id, partition_key(t.file), t.data_sequence_number) for t in tasks],
+            T.StructType([T.StructField(FILE_COL, T.StringType()), T.StructField(SPEC_COL, T.IntegerType()),
+                          T.StructField(PARTITION_COL, T.StringType()), T.StructField(SEQ_COL, T.LongType())]))
+        files = files.withColumn(_KEY, manifest_path_key(F.col(FILE_COL)))
+        data = data.join(F.broadcast(files), _KEY)
     pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
     if pos_deletes:
         data = _apply_position_deletes(spark, data, pos_deletes)
-    eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
     if eq_deletes:
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
