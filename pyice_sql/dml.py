@@ -23,7 +23,8 @@ from pyice_sql.catalog.base import Table
 from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate
 from pyice_sql.commit.validation import RowLevelValidator
 from pyice_sql.compile.merge_rows import (
-    FILE, KEY_PREFIX, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name, value_probe_select,
+    FILE, KEY_PREFIX, MATCHED_PAIR, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
+    value_probe_select,
 )
 from pyice_sql.compile.store_assignment import check_values
 from pyice_sql.errors import AnalysisError, CardinalityError
@@ -34,7 +35,7 @@ from pyice_sql.model.conversions import to_internal
 from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.snapshots import Operation
 from pyice_sql.plan import builder
-from pyice_sql.plan.nodes import DELETE, INSERT, UPDATE, PruningFilter, RowLevelPlan
+from pyice_sql.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.plan.rules.join_type import choose_join
 from pyice_sql.plan.rules.prune_target import prune_target
 from pyice_sql.plan.rules.write_mode import choose_write_mode
@@ -209,9 +210,9 @@ class RowLevelExecutor:
         narrowing = self._store_assignment(plan, schema, target_view, source_view)
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, narrowing)).persist()
         self._persisted.append(tagged)
-        stats = _tag_statistics(tagged)
+        stats = _tag_statistics(tagged, pairs=plan.source is not None)
         counts = stats.counts
-        if stats.ambiguous and plan.source is not None:
+        if stats.ambiguous and _checks_cardinality(plan):
             self._check_cardinality(table, plan, tagged)
         result = DmlResult(num_updated_rows=counts.get(UPDATE, 0),
                            num_deleted_rows=counts.get(DELETE, 0) + sum(t.file.record_count for t in whole),
@@ -219,6 +220,8 @@ class RowLevelExecutor:
         if result.num_affected_rows == 0 and not whole:
             return result
         changed = tagged.where(F.col(OP).isin(DELETE, UPDATE))
+        if stats.repeated:  # a lone unconditional DELETE matched some row twice: delete it once
+            changed = changed.dropDuplicates([FILE, POS])
         new_rows = enforce_not_null(table, tagged.where(F.col(OP).isin(UPDATE, INSERT)).select(
             *[quote(f.name) for f in schema.fields]))
         ctx = self.session.runtime.write_context(table)
@@ -333,11 +336,11 @@ class RowLevelExecutor:
         return whole, rest
 
     def _check_cardinality(self, table: Table, plan: RowLevelPlan, tagged: DataFrame) -> None:
-        """A target row matched by several source rows under an action is an error (SQL standard)."""
-        acting = tagged.where(F.col(FILE).isNotNull() & F.col(OP).isin(UPDATE, DELETE)
-                              & F.col(OP).isNotNull())
+        """A target row matched by several source rows is an error when there are WHEN MATCHED
+        clauses, whatever their conditions (as Spark/Iceberg: see `_checks_cardinality`)."""
+        pairs = tagged.where(F.col(MATCHED_PAIR))
         keys = [f"{KEY_PREFIX}{i}" for i in range(len(plan.source_key_columns))]
-        dup = (acting.groupBy(FILE, POS).agg(F.count(F.lit(1)).alias("n"), *[F.first(k).alias(k) for k in keys])
+        dup = (pairs.groupBy(FILE, POS).agg(F.count(F.lit(1)).alias("n"), *[F.first(k).alias(k) for k in keys])
                .where("n > 1"))
         bad = dup.limit(5).collect()
         if not bad:
@@ -348,8 +351,8 @@ class RowLevelExecutor:
             (", ".join(f"{n}={row[k]!r}" for n, k in zip(names, keys)) or f"row {row[POS]} of {row[FILE]}")
             + f" matched {row['n']} source rows" for row in bad)
         raise CardinalityError(
-            f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row under an "
-            f"UPDATE/DELETE action, so the result would be ambiguous. Examples: {examples}. "
+            f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row, so the "
+            f"WHEN MATCHED clauses would be ambiguous. Examples: {examples}. "
             "Deduplicate the source on the join keys (e.g. keep the latest row per key).")
 
 
@@ -363,21 +366,39 @@ def _file_scoped_deletes(task: FileScanTask):
 class TagStatistics:
     counts: dict[int, int]
     touched_files: list[str]
-    ambiguous: bool  # some target row takes more than one UPDATE/DELETE action
+    ambiguous: bool  # MERGE: some target row is in more than one matched (target, source) pair
+    repeated: bool  # some target row got more than one UPDATE/DELETE row
 
 
-def _tag_statistics(tagged: DataFrame) -> TagStatistics:
-    """One job over the tagged rows (which it also materialises): rows per operation, the data
-    files holding changed rows, and whether any target row changes twice (cardinality)."""
+def _checks_cardinality(plan: RowLevelPlan) -> bool:
+    """Spark/Iceberg check cardinality whenever there are WHEN MATCHED clauses, except for one
+    unconditional DELETE (deleting a row matched twice is still unambiguous)."""
+    if plan.source is None:
+        return False
+    matched = [i for i in plan.instructions if i.kind == MATCHED]
+    return bool(matched) and not (len(matched) == 1 and matched[0].operation == DELETE
+                                  and matched[0].condition is None)
+
+
+def _tag_statistics(tagged: DataFrame, pairs: bool) -> TagStatistics:
+    """One job over the tagged rows (which it also materialises): rows per operation (deleted
+    rows counted once each), the data files holding changed rows, and whether a target row is
+    matched twice (cardinality) or changed twice."""
     acting = F.col(OP).isin(DELETE, UPDATE)
-    per_file = (tagged.groupBy(F.when(acting, F.col(FILE)).alias("f"))
+    matched = F.col(MATCHED_PAIR) if pairs else F.lit(False)
+    per_file = (tagged.groupBy(F.when(acting | matched, F.col(FILE)).alias("f"))
                 .agg(*[F.sum(F.when(F.col(OP) == op, 1).otherwise(0)).alias(f"n{op}") for op in (DELETE, UPDATE,
                                                                                                   INSERT)],
-                     F.countDistinct(F.when(acting, F.col(POS))).alias("rows")).collect())
-    counts = {op: sum(r[f"n{op}"] for r in per_file) for op in (DELETE, UPDATE, INSERT)}
-    touched = [r["f"] for r in per_file if r["f"] is not None]
-    ambiguous = any(r["f"] is not None and r["rows"] < r[f"n{DELETE}"] + r[f"n{UPDATE}"] for r in per_file)
-    return TagStatistics(counts, touched, ambiguous)
+                     F.countDistinct(F.when(acting, F.col(POS))).alias("rows"),
+                     F.countDistinct(F.when(F.col(OP) == DELETE, F.col(POS))).alias("deleted"),
+                     F.sum(F.when(matched, 1).otherwise(0)).alias("pairs"),
+                     F.countDistinct(F.when(matched, F.col(POS))).alias("matched")).collect())
+    counts = {op: sum(r[f"n{op}"] for r in per_file) for op in (UPDATE, INSERT)}
+    counts[DELETE] = sum(r["deleted"] if r["f"] is not None else r[f"n{DELETE}"] for r in per_file)
+    touched = [r["f"] for r in per_file if r["f"] is not None and r[f"n{DELETE}"] + r[f"n{UPDATE}"] > 0]
+    ambiguous = any(r["f"] is not None and r["matched"] < r["pairs"] for r in per_file)
+    repeated = any(r["f"] is not None and r["rows"] < r[f"n{DELETE}"] + r[f"n{UPDATE}"] for r in per_file)
+    return TagStatistics(counts, touched, ambiguous, repeated)
 
 
 def _operation(data_files: list, delete_files: list, removed: list) -> str:

@@ -19,6 +19,7 @@ from pyice_sql.spark_schema import to_spark_type
 
 TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
 OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
+MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair that satisfied ON
 KEEP = 0
 
 
@@ -83,7 +84,8 @@ def _store(value_sql: str, spark_type: str, checked: bool, column: str) -> str:
 
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
                   narrowing: frozenset[tuple[int, str]] = frozenset()) -> str:
-    """The MergeRows query text: `__file`, `__pos`, `__row_operation`, key columns, new values.
+    """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
+    columns, new values.
 
     `narrowing` names the (clause, column) values whose cast needs a run-time overflow check.
     """
@@ -92,6 +94,8 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
     op = "CASE " + " ".join(f"WHEN {test} THEN {ins.operation}" for test, ins in zip(tests, plan.instructions))
     op += f" ELSE {KEEP} END"
     cols = [f"{t}.`_file` AS {FILE}", f"{t}.`_pos` AS {POS}", f"{op} AS {OP}"]
+    if plan.source is not None:
+        cols.append(f"{_kind_test(plan, MATCHED)} AS {MATCHED_PAIR}")
     for i, (target_col, _) in enumerate(plan.source_key_columns):
         cols.append(f"{t}.{_q(target_col)} AS {KEY_PREFIX}{i}")
     for f in schema.fields:
