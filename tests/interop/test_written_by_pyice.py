@@ -212,6 +212,23 @@ def test_identity_partitions_of_every_type(world):
     assert_partitions_match_transforms(partitions, "db.idents")
 
 
+@scenario("v1", wheres=["cat = 'a'", "id = 12", "ts >= TIMESTAMP'2024-01-03'", "cat IS NULL"])
+def build_v1(ice):
+    """A format v1 table (v1 manifests and manifest list; pyice refuses partition evolution on v1)."""
+    ice.sql("""CREATE TABLE local.db.v1 (id bigint, cat string, ts timestamp) USING iceberg
+               PARTITIONED BY (cat, days(ts)) TBLPROPERTIES ('format-version'='1')""")
+    ice.sql("INSERT INTO local.db.v1 VALUES (1, 'a', TIMESTAMP'2024-01-01 00:00:00'), (2, 'b', NULL), (3, NULL, NULL)")
+    ice.sql("INSERT INTO local.db.v1 VALUES (11, 'a', TIMESTAMP'2024-01-03 00:00:00'), (12, 'c', TIMESTAMP'2024-01-04 00:00:00')")
+
+
+def test_format_v1_table(world):
+    from pyice_sql.catalog.base import TableIdentifier
+
+    ice, _ = world
+    check_readers(world, "v1")
+    assert ice.load("local", TableIdentifier(("db",), "v1")).metadata.format_version == 1
+
+
 # ------------------------------------------------------------------------------ partition transforms
 
 @scenario("parts", wheres=[
