@@ -291,6 +291,31 @@ def test_partitioned_years_months_hours(world):
     assert_partitions_match_transforms(partitions, "db.times")
 
 
+@scenario("hashes", wheres=["s = 'ñandú'", "d = -7.25", "dt = DATE'1969-12-31'", "ts = TIMESTAMP'2024-01-01 00:00:01'",
+                            "bin = X'CAFE'", "i = -11", "i IS NULL", "st = '日本語テ'"],
+          extra_java=["SELECT _partition, ref.system.bucket(5, s), ref.system.bucket(3, d), ref.system.bucket(7, dt), "
+                      "ref.system.bucket(4, ts), ref.system.bucket(6, bin), ref.system.truncate(10, i), "
+                      "ref.system.truncate(3, bin), ref.system.truncate(2, st), ref.system.truncate(100, l) "
+                      "FROM ref.db.hashes"])
+def build_hashes(ice):
+    """bucket on string/decimal/date/timestamp/binary, truncate on int/binary/multibyte string/bigint."""
+    ice.sql("""CREATE TABLE local.db.hashes (s string, d decimal(9,2), dt date, ts timestamp, bin binary, i int,
+                 st string, l bigint)
+               USING iceberg PARTITIONED BY (bucket(5, s), bucket(3, d), bucket(7, dt), bucket(4, ts), bucket(6, bin),
+                 truncate(10, i), truncate(3, bin), truncate(2, st), truncate(100, l))""")
+    _insert(ice, "hashes", [
+        "('ñandú', -7.25, DATE'1969-12-31', TIMESTAMP'2024-01-01 00:00:01', X'CAFE', -11, '日本語テ', -101), "
+        "('abc', 0.00, DATE'2024-02-29', TIMESTAMP'1969-12-31 23:59:59.999999', X'', 0, 'ab', 99), "
+        "(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+        "('', 12345.67, DATE'2000-01-01', TIMESTAMP'2000-01-01 00:00:00', X'0001020304', 9, 'x', -1)",
+    ])
+
+
+def test_bucket_and_truncate_on_more_types(world):
+    (partitions,) = extra_results(check_readers(world, "hashes"))
+    assert_partitions_match_transforms(partitions, "db.hashes")
+
+
 # ------------------------------------------------------------------------------ schema evolution
 
 EVO_EXPECTED = [
