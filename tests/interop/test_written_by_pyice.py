@@ -37,7 +37,7 @@ class Scenario:
     table: str
     build: Callable[[Any], Any]
     wheres: list[str]
-    extra_java: list[str] = field(default_factory=list)
+    extra_java: list[str] | Callable[[Any], list[str]] = field(default_factory=list)  # or f(built)
     peers: tuple[str, ...] = ("pyiceberg", "duckdb")
     built: Any = None  # what build returned
     error: BaseException | None = None
@@ -45,17 +45,18 @@ class Scenario:
 
     def java_statements(self) -> list[str]:
         reads = [f"SELECT * FROM ref.db.{self.table}"] if self.wheres is not None else []
-        return reads + [f"SELECT * FROM ref.db.{self.table} WHERE {w}" for w in self.wheres or []] + self.extra_java
+        extra = self.extra_java(self.built) if callable(self.extra_java) else self.extra_java
+        return reads + [f"SELECT * FROM ref.db.{self.table} WHERE {w}" for w in self.wheres or []] + list(extra)
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(table: str, wheres: list[str] | None, extra_java: list[str] = (),
+def scenario(table: str, wheres: list[str] | None, extra_java: list[str] | Callable[[Any], list[str]] = (),
              peers: tuple[str, ...] = ("pyiceberg", "duckdb")):
     """Register a table build; Java reads it and answers `wheres` (None: only runs `extra_java`)."""
     def register(build):
-        SCENARIOS[table] = Scenario(table, build, wheres, list(extra_java), peers)
+        SCENARIOS[table] = Scenario(table, build, wheres, extra_java, peers)
         return build
     return register
 
@@ -326,9 +327,13 @@ EVO_EXPECTED = [
     [8, "eight", 80, 8.0, "8.00", "d8", "new b"]]
 
 
+def _evo_time_travel(snapshot_ids: list[int]) -> list[str]:
+    return [f"SELECT * FROM ref.db.evo VERSION AS OF {s}" for s in snapshot_ids]
+
+
 @scenario("evo", wheres=[
     "a2 = 'three'", "a2 IS NULL", "id > 3000000000", "id = 2", "b = 'new b'", "b IS NULL AND id < 3", "d >= 'd5'",
-    "c < 25", "f > 5", "m > 1000", "m < 0"])
+    "c < 25", "f > 5", "m > 1000", "m < 0"], extra_java=_evo_time_travel)
 def build_evo(ice):
     """Rows written before and after each change: add, rename, drop, widen (int, float, decimal), re-add."""
     ice.sql("""CREATE TABLE local.db.evo (id int, a string, b double, c int, f float, m decimal(9,2))
@@ -346,6 +351,10 @@ def build_evo(ice):
     ice.sql("INSERT INTO local.db.evo VALUES (7000000000, 'seven', 70, 0.1, 123456789012345678.99, 'd7')")
     ice.sql("ALTER TABLE local.db.evo ADD COLUMN b string")  # same name as the dropped column, new id
     ice.sql("INSERT INTO local.db.evo VALUES (8, 'eight', 80, 8.0, 8.0, 'd8', 'new b')")
+    from pyice_sql.catalog.base import TableIdentifier
+
+    md = ice.load("local", TableIdentifier(("db",), "evo")).metadata
+    return [s.snapshot_id for s in sorted(md.snapshots, key=lambda s: s.sequence_number)]
 
 
 def test_schema_evolution(world):
@@ -353,7 +362,13 @@ def test_schema_evolution(world):
     if SCENARIOS["evo"].error is None:
         ours = sorted(ice_rows(ice.sql("SELECT * FROM local.db.evo")), key=lambda r: r[0])
         assert ours == sorted(EVO_EXPECTED, key=lambda r: r[0]), "pyice's own read after schema evolution"
-    check_readers(world, "evo")
+    sc = check_readers(world, "evo")
+    # time travel to every snapshot: each is read with its own schema (before/after each change)
+    snapshot_ids = sc.built
+    assert len(snapshot_ids) == 6
+    ours = [ice_rows(ice.sql(f"SELECT * FROM local.db.evo VERSION AS OF {s}")) for s in snapshot_ids]
+    for snapshot_id, mine, java in zip(snapshot_ids, ours, extra_results(sc)):
+        assert_same_rows(java, mine, f"VERSION AS OF {snapshot_id} on the evolved table (Java vs pyice)")
 
 
 # ------------------------------------------------------------------------------ partition evolution
