@@ -151,6 +151,11 @@ TYPES_ROWS = [
         TIMESTAMP'2000-02-29 12:00:00', TIMESTAMP_NTZ'2000-02-29 12:00:00', X'0102030405',
         named_struct('a', 5, 'b', 'five', 'c', named_struct('x', -5.0)))""",
     "(6, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",  # untyped NULLs only
+    # bounds past 16 characters / bytes are truncated; an upper bound that cannot be incremented is dropped
+    f"""(7, true, 7, 7, -0.0, -0.0, 7.00, 7.000000, '{"长字符串" * 5}', DATE'2007-07-07', NULL, NULL,
+        X'{"".join(f"{i:02X}" for i in range(20))}', NULL),
+       (8, true, 8, 8, 8.0, 8.0, 8.00, 8.000000, 'z{chr(0x10FFFF) * 17}', DATE'2008-08-08', NULL, NULL,
+        X'{"FF" * 20}', NULL)""",
 ]
 
 
@@ -158,7 +163,10 @@ TYPES_ROWS = [
     "l > 5000000000", "i = 5", "f < 0", "d > 5", "d1 < 0", "d2 = 0.000001", "s = 'héllo'",
     "s > 'a string well past the sixteen'", "dt < DATE'1970-01-01'", "dt = DATE'9999-12-31'",
     "ts >= TIMESTAMP'2262-01-01'", "ts < TIMESTAMP'1970-01-01'", "tsn = TIMESTAMP_NTZ'2024-01-02 03:04:05.5'",
-    "bin = X'0102030405'", "st.a = 7", "st.c.x < 0", "b IS NULL", "isnan(d)"])
+    "bin = X'0102030405'", "st.a = 7", "st.c.x < 0", "b IS NULL", "isnan(d)",
+    f"s = '{'长字符串' * 5}'", f"s = 'z{chr(0x10FFFF) * 17}'", f"s > 'z{chr(0x10FFFF) * 16}'",
+    f"bin = X'{'FF' * 20}'", f"bin > X'{'FF' * 16}'", f"bin = X'{''.join(f'{i:02X}' for i in range(20))}'",
+    "d = 0", "f = 0"])
 def build_types(ice):
     ice.sql("""CREATE TABLE local.db.types (
       id int, b boolean, i int, l bigint, f float, d double, d1 decimal(10,2), d2 decimal(38,6), s string,
