@@ -39,24 +39,31 @@ class Scenario:
     wheres: list[str]
     extra_java: list[str] | Callable[[Any], list[str]] = field(default_factory=list)  # or f(built)
     peers: tuple[str, ...] = ("pyiceberg", "duckdb")
+    aggregates: list[str] = field(default_factory=list)  # columns for MIN/MAX (Java may answer from metrics)
     built: Any = None  # what build returned
     error: BaseException | None = None
     java: list = field(default_factory=list)  # results of java_statements()
 
     def java_statements(self) -> list[str]:
-        reads = [f"SELECT * FROM ref.db.{self.table}"] if self.wheres is not None else []
+        reads = [f"SELECT * FROM ref.db.{self.table}", self.aggregate_sql("ref")] if self.wheres is not None else []
         extra = self.extra_java(self.built) if callable(self.extra_java) else self.extra_java
         return reads + [f"SELECT * FROM ref.db.{self.table} WHERE {w}" for w in self.wheres or []] + list(extra)
+
+    def aggregate_sql(self, source: str) -> str:
+        """COUNT(*) and MIN/MAX: Iceberg Java answers these from manifest record counts and bounds."""
+        table = f"ref.db.{self.table}" if source == "ref" else source
+        return "SELECT " + ", ".join(["count(*)"] + [f"{f}({c})" for c in self.aggregates for f in ("min", "max")]
+                                     ) + f" FROM {table}"
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
 def scenario(table: str, wheres: list[str] | None, extra_java: list[str] | Callable[[Any], list[str]] = (),
-             peers: tuple[str, ...] = ("pyiceberg", "duckdb")):
+             peers: tuple[str, ...] = ("pyiceberg", "duckdb"), aggregates: list[str] = ()):
     """Register a table build; Java reads it and answers `wheres` (None: only runs `extra_java`)."""
     def register(build):
-        SCENARIOS[table] = Scenario(table, build, wheres, extra_java, peers)
+        SCENARIOS[table] = Scenario(table, build, wheres, extra_java, peers, list(aggregates))
         return build
     return register
 
@@ -95,6 +102,7 @@ def check_readers(world, table: str) -> Scenario:
     ice.table(f"local.db.{table}").createOrReplaceTempView("__all_rows")
     try:
         full = ice.spark.sql(f"SELECT *, {flags} FROM __all_rows").collect()
+        aggregates = ice_rows(ice.spark.sql(sc.aggregate_sql("__all_rows")))
     finally:
         ice.spark.catalog.dropTempView("__all_rows")
     width = len(full[0]) - len(sc.wheres)
@@ -106,14 +114,15 @@ def check_readers(world, table: str) -> Scenario:
         assert len(exp) < len(ours), f"WHERE {w} matches every row: a pruning check needs misses"
         assert_same_rows(exp, got, f"pyice's pruned answer to WHERE {w}")
     assert_same_rows(ours, rows_or_raise(sc.java[0]), f"Iceberg Java reading db.{table}")
-    for w, exp, got in zip(sc.wheres, expected, sc.java[1:]):
+    assert_same_rows(aggregates, rows_or_raise(sc.java[1]), f"Iceberg Java's {sc.aggregate_sql('ref')}")
+    for w, exp, got in zip(sc.wheres, expected, sc.java[2:]):
         assert_same_rows(exp, rows_or_raise(got), f"Iceberg Java's answer to WHERE {w} on db.{table}")
     assert_peers_read(f"{warehouse}/db/{table}", ours, sc.peers)
     return sc
 
 
 def extra_results(sc: Scenario) -> list:
-    return [rows_or_raise(r) for r in sc.java[1 + len(sc.wheres):]]
+    return [rows_or_raise(r) for r in sc.java[2 + len(sc.wheres):]]
 
 
 def assert_partitions_match_transforms(rows: list, what: str) -> None:
@@ -166,7 +175,8 @@ TYPES_ROWS = [
     "bin = X'0102030405'", "st.a = 7", "st.c.x < 0", "b IS NULL", "isnan(d)",
     f"s = '{'长字符串' * 5}'", f"s = 'z{chr(0x10FFFF) * 17}'", f"s > 'z{chr(0x10FFFF) * 16}'",
     f"bin = X'{'FF' * 20}'", f"bin > X'{'FF' * 16}'", f"bin = X'{''.join(f'{i:02X}' for i in range(20))}'",
-    "d = 0", "f = 0"])
+    "d = 0", "f = 0"],
+    aggregates=["b", "i", "l", "f", "d", "d1", "d2", "s", "dt", "ts", "tsn", "bin"])
 def build_types(ice):
     ice.sql("""CREATE TABLE local.db.types (
       id int, b boolean, i int, l bigint, f float, d double, d1 decimal(10,2), d2 decimal(38,6), s string,
@@ -245,7 +255,8 @@ def test_format_v1_table(world):
     "ts < TIMESTAMP'1970-01-01'", "ts IS NULL", "s = 'abcdef'", "s LIKE 'abcd%'", "s IS NULL",
     "p = 'b' AND id = 201"],
     extra_java=["SELECT _partition, p, ref.system.bucket(16, id), ref.system.days(ts), "
-                "ref.system.truncate(4, s) FROM ref.db.parts"])
+                "ref.system.truncate(4, s) FROM ref.db.parts"],
+    aggregates=["id", "p", "ts", "s"])
 def build_parts(ice):
     ice.sql("""CREATE TABLE local.db.parts (id bigint, p string, ts timestamp, s string, v int)
                USING iceberg PARTITIONED BY (p, bucket(16, id), days(ts), truncate(4, s))""")
@@ -341,7 +352,7 @@ def _evo_time_travel(snapshot_ids: list[int]) -> list[str]:
 
 @scenario("evo", wheres=[
     "a2 = 'three'", "a2 IS NULL", "id > 3000000000", "id = 2", "b = 'new b'", "b IS NULL AND id < 3", "d >= 'd5'",
-    "c < 25", "f > 5", "m > 1000", "m < 0"], extra_java=_evo_time_travel)
+    "c < 25", "f > 5", "m > 1000", "m < 0"], extra_java=_evo_time_travel, aggregates=["id", "a2", "f", "m", "b"])
 def build_evo(ice):
     """Rows written before and after each change: add, rename, drop, widen (int, float, decimal), re-add."""
     ice.sql("""CREATE TABLE local.db.evo (id int, a string, b double, c int, f float, m decimal(9,2))
