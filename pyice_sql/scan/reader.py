@@ -75,8 +75,12 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
     deletes = {d.data_file.file_path: d for t in tasks for d in t.deletes}
     groups: dict[Schema | None, list[str]] = {}
+    read_schemas: dict[int, Schema | None] = {}  # per distinct written schema (tasks share a few)
     for t in tasks:
-        groups.setdefault(_promoted_read_schema(schema, t.written_schema), []).append(t.file.file_path)
+        key = id(t.written_schema)
+        if key not in read_schemas:
+            read_schemas[key] = _promoted_read_schema(schema, t.written_schema)
+        groups.setdefault(read_schemas[key], []).append(t.file.file_path)
     row_id = [spark_path_key(F.col("_metadata.file_path")).alias(_KEY), F.col("_metadata.row_index").alias(POS_COL)]
     frames = []
     for read_schema, paths in groups.items():
