@@ -3,9 +3,12 @@
 Assignments are resolved as Spark does: case-insensitive column names, `UPDATE SET *` and
 `INSERT *` expanded by name from the source, columns an INSERT leaves out become NULL, and a
 nested field assignment (`SET t.addr.city = ...`) rebuilds that struct keeping its other
-fields. Every value becomes a sqlglot expression evaluated by Spark over the joined rows.
+fields. Every value becomes a sqlglot expression evaluated by Spark over the joined rows;
+columns qualified with a table's full name (`local.db.t.c`) are re-qualified with its alias.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from sqlglot import exp
 
@@ -90,6 +93,34 @@ def _insert_values(clause: st.NotMatchedInsert, schema: Schema, source_alias: st
     return {f.name: given.get(f.name, exp.Null()) for f in schema.fields}
 
 
+def _requalify(e: exp.Expression | None, tables: list[tuple[st.TableRef, str]]) -> exp.Expression | None:
+    """Columns qualified with a table's multi-part name (`db.t.c`, `local.db.t.c`) as Spark
+    allows, re-qualified with the name the generated query gives that table (its alias)."""
+    if e is None:
+        return None
+    names = [(tuple(p.lower() for p in (ref.catalog, *ref.namespace, ref.name) if p), alias) for ref, alias in tables]
+    out = e.copy()
+    for column in out.find_all(exp.Column):
+        qualifier = tuple(p.name.lower() for p in column.parts[:-1])
+        if len(qualifier) < 2:
+            continue
+        for full, alias in names:
+            if full[-len(qualifier):] == qualifier:
+                column.set("catalog", None)
+                column.set("db", None)
+                column.set("table", exp.to_identifier(alias, quoted=True))
+                break
+    return out
+
+
+def _requalified(plan: RowLevelPlan, tables: list[tuple[st.TableRef, str]]) -> RowLevelPlan:
+    instructions = tuple(replace(i, condition=_requalify(i.condition, tables),
+                                 values={k: _requalify(v, tables) for k, v in i.values.items()})
+                         for i in plan.instructions)
+    return plan.with_(instructions=instructions, on=_requalify(plan.on, tables),
+                      where=_requalify(plan.where, tables))
+
+
 def build_merge(stmt: st.Merge, schema: Schema, source_columns: list[str]) -> RowLevelPlan:
     target_alias = stmt.target.alias or stmt.target.name
     source_alias = stmt.source_alias or "source"
@@ -110,16 +141,21 @@ def build_merge(stmt: st.Merge, schema: Schema, source_columns: list[str]) -> Ro
                                             c.position))
         elif isinstance(c, st.NotMatchedBySourceDelete):
             instructions.append(Instruction(NOT_MATCHED_BY_SOURCE, c.condition, DELETE, {}, c.position))
-    return RowLevelPlan("MERGE", stmt.target, target_alias, tuple(instructions), source=stmt.source,
-                        source_alias=source_alias, on=stmt.on)
+    tables = [(stmt.target, target_alias)]
+    if isinstance(stmt.source, st.TableRef):
+        tables.append((stmt.source, source_alias))
+    return _requalified(RowLevelPlan("MERGE", stmt.target, target_alias, tuple(instructions), source=stmt.source,
+                                     source_alias=source_alias, on=stmt.on), tables)
 
 
 def build_update(stmt: st.Update, schema: Schema) -> RowLevelPlan:
     alias = stmt.table.alias or stmt.table.name
     values = _assigned_values(stmt.assignments, schema, alias, stmt.table.position)
-    return RowLevelPlan("UPDATE", stmt.table, alias, (Instruction(MATCHED, None, UPDATE, values),), where=stmt.where)
+    return _requalified(RowLevelPlan("UPDATE", stmt.table, alias, (Instruction(MATCHED, None, UPDATE, values),),
+                                     where=stmt.where), [(stmt.table, alias)])
 
 
 def build_delete(stmt: st.Delete) -> RowLevelPlan:
     alias = stmt.table.alias or stmt.table.name
-    return RowLevelPlan("DELETE", stmt.table, alias, (Instruction(MATCHED, None, DELETE),), where=stmt.where)
+    return _requalified(RowLevelPlan("DELETE", stmt.table, alias, (Instruction(MATCHED, None, DELETE),),
+                                     where=stmt.where), [(stmt.table, alias)])
