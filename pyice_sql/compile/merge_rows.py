@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from pyice_sql.model.schema import Schema
-from pyice_sql.plan.nodes import MATCHED, NOT_MATCHED, RowLevelPlan
+from pyice_sql.plan.nodes import INSERT, MATCHED, NOT_MATCHED, UPDATE, RowLevelPlan
 from pyice_sql.spark_schema import to_spark_type
 
 TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
@@ -108,6 +108,12 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
                  + (_store(_sql(ins.values[f.name]), spark_type, (k, f.name) in narrowing, f.name)
                     if f.name in ins.values else current)
                  for k, (test, ins) in enumerate(zip(tests, plan.instructions)) if assigning and k <= assigning[-1]]
-        value = f"CASE {' '.join(whens)} ELSE {current} END" if whens else current
+        # ELSE is reached when no clause up to the last one assigning this column fired. If no later
+        # clause writes rows either (UPDATE/INSERT), the row is kept or deleted and this value is
+        # never used: NULL (not the current value) then lets Spark prune target columns no clause
+        # reads, e.g. for `UPDATE SET *` the join carries only keys and row positions.
+        later_writes = assigning and any(ins.operation in (UPDATE, INSERT)
+                                         for ins in plan.instructions[assigning[-1] + 1:])
+        value = f"CASE {' '.join(whens)} ELSE {current if later_writes else 'NULL'} END" if whens else current
         cols.append(f"{value} AS {_q(f.name)}")
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)}"
