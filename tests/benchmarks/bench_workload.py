@@ -1,0 +1,240 @@
+#!/usr/bin/env python
+"""pyice_sql vs Apache Iceberg Java on the shared row-level workload, side by side in ONE Spark session.
+
+  TZ=UTC python tests/benchmarks/bench_workload.py --rows 2000000 \
+      --modes merge-on-read,copy-on-write --shapes uniform,clustered --repeat 1
+
+The workload is /work/shared/bench/iceberg_java_workload.py (its `build()` makes the base and
+source DataFrames): insert, merge, update, delete, scan on a 5-column table, uniform (8 files) or
+clustered (100 files sorted by id). Per (mode, shape, repeat) both engines get their own fresh
+table — the reference in catalog `ref` (Iceberg 1.10.2 through spark.sql), pyice_sql in catalog
+`local` (ice.sql / ice.append) — and run each op in turn; which engine goes first alternates per
+op to spread noise (JIT warm-up, page cache, GC). After the scan both results (count, sum, distinct)
+must agree, else the script exits 1.
+
+Output: one JSON line per measurement ({"sys", "mode", "shape", "rows", "op", "s", ...}; pyice's
+DML lines add the target scan's driver planning time and files kept/total from `ice.last_plan`,
+and both engines' lines the new snapshot's file counts), then a table of seconds and pyice/java
+ratios. --jobs adds the Spark jobs each op ran (duration, tasks, call site); --profile FILE dumps
+cProfile stats of pyice's ops. Not a pytest module (not collected: no test_ prefix).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TZ", "UTC")
+time.tzset()
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.environ.get("PYICE_SHARED", os.path.join(HERE, "..", "..", "..", "shared"))
+sys.path.insert(0, os.path.join(SHARED, "bench"))
+sys.path.insert(0, os.path.join(SHARED, "iceberg-reference"))
+
+import iceberg_ref  # noqa: E402
+from iceberg_java_workload import build  # noqa: E402
+
+OPS = ("insert", "merge", "update", "delete", "scan")
+COLUMNS = "id bigint, category string, amount double, ts timestamp, payload string"
+SCAN = "SELECT count(*), sum(amount), count(distinct category) FROM {t}"
+
+
+def session(warehouse: str, master: str):
+    """One SparkSession carrying both engines: Iceberg's runtime + extensions, and pyice's shim."""
+    from pyspark.sql import SparkSession
+
+    from pyice_sql.jvm.bridge import spark_jars_conf
+    from pyice_sql.runtime import SPARK_SETTINGS
+
+    b = (SparkSession.builder.master(master).appName("pyice-bench")
+         .config("spark.jars", spark_jars_conf(",".join(iceberg_ref.jars())))
+         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+         .config("spark.sql.catalog.ref", "org.apache.iceberg.spark.SparkCatalog")
+         .config("spark.sql.catalog.ref.type", "hadoop")
+         .config("spark.sql.catalog.ref.warehouse", os.path.join(warehouse, "ref"))
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "8"))
+    for k, v in SPARK_SETTINGS.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class Jobs:
+    """Spark jobs run under a job group, read back from the status store (works with the UI off)."""
+
+    def __init__(self, spark) -> None:
+        self.sc = spark.sparkContext
+        self.n = 0
+
+    def group(self) -> str:
+        self.n += 1
+        gid = f"bench-{self.n}"
+        self.sc.setJobGroup(gid, gid)
+        return gid
+
+    def summary(self, gid: str) -> list[dict]:
+        store = self.sc._jsc.sc().statusStore()
+        out = []
+        for jid in sorted(self.sc.statusTracker().getJobIdsForGroup(gid)):
+            try:
+                j = store.job(jid)
+            except Exception:  # noqa: BLE001 - evicted from the store
+                continue
+            t0, t1 = j.submissionTime(), j.completionTime()
+            ms = (t1.get().getTime() - t0.get().getTime()) if t0.isDefined() and t1.isDefined() else None
+            out.append({"job": jid, "ms": ms, "tasks": j.numTasks(), "stages": j.stageIds().size(),
+                        "name": str(j.name())[:80]})
+        return out
+
+
+def last_summary(run_sql, table: str) -> dict:
+    """File counts of the table's newest snapshot, from the engine's own `snapshots` metadata table."""
+    path = run_sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").collect()
+    s = path[0][0] if path else {}
+    keys = ("added-data-files", "deleted-data-files", "added-delete-files", "added-position-deletes",
+            "total-data-files", "total-delete-files")
+    return {k: int(s[k]) for k in keys if s and k in s}
+
+
+def run_case(spark, ice, jobs, a, mode: str, shape: str, rep: int, case_no: int, prof, results: list) -> None:
+    name = f"t_{mode.replace('-', '_')}_{shape}_{rep}"
+    ref_t, ice_t = f"ref.db.{name}", f"local.db.{name}"
+    props = (f"'format-version'='2', 'write.merge.mode'='{mode}', 'write.delete.mode'='{mode}', "
+             f"'write.update.mode'='{mode}'")
+    spark.sql(f"CREATE TABLE {ref_t} ({COLUMNS}) USING iceberg TBLPROPERTIES ({props})")
+    ice.sql(f"CREATE TABLE {ice_t} ({COLUMNS}) USING iceberg TBLPROPERTIES ({props})")
+    base, src = build(spark, a.rows, shape)
+    src = src.cache()
+    src.count()
+    src.createOrReplaceTempView("src")
+
+    def merge(t):
+        return f"MERGE INTO {t} t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+
+    steps = {
+        "insert": (lambda: base.writeTo(ref_t).append(), lambda: ice.append(ice_t, base)),
+        "merge": (lambda: spark.sql(merge(ref_t)).collect(), lambda: ice.sql(merge(ice_t)).collect()),
+        "update": (lambda: spark.sql(f"UPDATE {ref_t} SET amount = amount * 2 WHERE id % 100 = 3").collect(),
+                   lambda: ice.sql(f"UPDATE {ice_t} SET amount = amount * 2 WHERE id % 100 = 3").collect()),
+        "delete": (lambda: spark.sql(f"DELETE FROM {ref_t} WHERE id % 100 = 7").collect(),
+                   lambda: ice.sql(f"DELETE FROM {ice_t} WHERE id % 100 = 7").collect()),
+        "scan": (lambda: spark.sql(SCAN.format(t=ref_t)).collect(), lambda: ice.sql(SCAN.format(t=ice_t)).collect()),
+    }
+    scans = {}
+    for i, op in enumerate(OPS):
+        order = ("iceberg-java", "pyice") if (i + case_no) % 2 == 0 else ("pyice", "iceberg-java")
+        for sys_name in order:
+            fn = steps[op][0] if sys_name == "iceberg-java" else steps[op][1]
+            ice.last_plan = None
+            gid = jobs.group()
+            p = prof if (sys_name == "pyice" and prof is not None) else None
+            t = time.perf_counter()
+            if p is not None:
+                p.enable()
+            try:
+                out = fn()
+            finally:
+                if p is not None:
+                    p.disable()
+            dt = time.perf_counter() - t
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+            rec = {"sys": sys_name, "mode": mode, "shape": shape, "rows": a.rows, "op": op, "rep": rep,
+                   "s": round(dt, 3), "first": sys_name == order[0]}
+            if sys_name == "pyice" and op != "insert" and ice.last_plan is not None:
+                m = ice.last_plan.metrics
+                rec["plan_s"] = round(getattr(m, "planning_s", float("nan")), 4)
+                rec["files_kept"] = m.data_files_total - m.skipped_by_partition - m.skipped_by_metrics
+                rec["files_total"] = m.data_files_total
+                rec["delete_files_read"] = m.delete_files
+            if sys_name == "pyice" and op in ("merge", "update", "delete") and out:
+                rec["result"] = {k: v for k, v in out[0].asDict().items() if k != "snapshot_id"}
+            if op != "scan":
+                rec["snapshot"] = (last_summary(spark.sql, ref_t) if sys_name == "iceberg-java"
+                                  else last_summary(ice.sql, ice_t))
+            if a.jobs:
+                js = jobs.summary(gid)
+                rec["spark_jobs"] = len(js)
+                rec["spark_job_ms"] = sum(j["ms"] or 0 for j in js)
+                rec["jobs"] = js
+            if op == "scan":
+                scans[sys_name] = list(out[0])
+            print(json.dumps(rec), flush=True)
+            results.append(rec)
+    src.unpersist()
+    j, p = scans["iceberg-java"], scans["pyice"]
+    ok = j[0] == p[0] and j[2] == p[2] and math.isclose(j[1], p[1], rel_tol=1e-9)
+    print(json.dumps({"check": "scan", "mode": mode, "shape": shape, "rep": rep, "iceberg-java": j, "pyice": p,
+                      "sum_rounded": [round(j[1], 2), round(p[1], 2)], "ok": ok}), flush=True)
+    if not ok:
+        raise SystemExit(f"SCAN MISMATCH {mode}/{shape}: iceberg-java {j} != pyice {p}")
+    if not a.keep:
+        spark.sql(f"DROP TABLE {ref_t} PURGE")
+        ice.sql(f"DROP TABLE {ice_t} PURGE")
+
+
+def print_table(results: list) -> None:
+    rows = {}
+    for r in results:
+        rows.setdefault((r["mode"], r["shape"], r["op"]), {}).setdefault(r["sys"], []).append(r["s"])
+    print(f"\n{'mode':<14} {'shape':<10} {'op':<7} {'java s':>8} {'pyice s':>8} {'ratio':>6}")
+    for (mode, shape, op), by in rows.items():
+        j, p = statistics.median(by["iceberg-java"]), statistics.median(by["pyice"])
+        print(f"{mode:<14} {shape:<10} {op:<7} {j:>8.2f} {p:>8.2f} {p / j if j else float('nan'):>6.2f}")
+    for mode_shape in sorted({(m, s) for m, s, _ in rows}):
+        tj = sum(statistics.median(rows[(*mode_shape, op)]["iceberg-java"]) for op in OPS)
+        tp = sum(statistics.median(rows[(*mode_shape, op)]["pyice"]) for op in OPS)
+        print(f"{mode_shape[0]:<14} {mode_shape[1]:<10} {'TOTAL':<7} {tj:>8.2f} {tp:>8.2f} {tp / tj:>6.2f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--modes", default="merge-on-read,copy-on-write")
+    ap.add_argument("--shapes", default="uniform,clustered")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--master", default=os.environ.get("ICEBERG_REF_MASTER", "local[2]"))
+    ap.add_argument("--warehouse", help="default: a fresh temp dir, removed at the end")
+    ap.add_argument("--jobs", action="store_true", help="record the Spark jobs of every op")
+    ap.add_argument("--profile", metavar="FILE", help="cProfile pyice's ops into FILE (pstats)")
+    ap.add_argument("--keep", action="store_true", help="keep the tables")
+    a = ap.parse_args()
+    import pyice_sql
+
+    wh = a.warehouse or tempfile.mkdtemp(prefix="pyice-bench-")
+    spark = session(wh, a.master)
+    ice = pyice_sql.connect(spark, warehouse=os.path.join(wh, "pyice"))
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS ref.db")
+    ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
+    jobs = Jobs(spark)
+    prof = cProfile.Profile() if a.profile else None
+    results: list = []
+    case_no = 0
+    try:
+        for rep in range(a.repeat):
+            for mode in a.modes.split(","):
+                for shape in a.shapes.split(","):
+                    run_case(spark, ice, jobs, a, mode.strip(), shape.strip(), rep, case_no, prof, results)
+                    case_no += 1
+    finally:
+        if prof is not None:
+            prof.dump_stats(a.profile)
+        if not a.warehouse:
+            shutil.rmtree(wh, ignore_errors=True)
+    print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
