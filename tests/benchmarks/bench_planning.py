@@ -37,7 +37,9 @@ def main() -> int:
     ap.add_argument("--rows-per-file", type=int, default=3)
     ap.add_argument("--appends", type=int, default=1, help="split the load into this many appends (manifests)")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--warehouse", help="default: a fresh temp dir, removed at the end")
+    ap.add_argument("--warehouse", help="default: a fresh temp dir, removed at the end; given, the table is "
+                                        "kept and reused by the next run")
+    ap.add_argument("--profile", action="store_true", help="cProfile one point-lookup planning (to stderr)")
     a = ap.parse_args()
 
     import pyice_sql
@@ -51,11 +53,14 @@ def main() -> int:
     ice = pyice_sql.connect(spark, warehouse=wh)
     try:
         ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
-        ice.sql("CREATE TABLE local.db.many (id bigint, part int, data string) USING iceberg PARTITIONED BY (part)")
+        reuse = bool(ice.sql("SHOW TABLES IN local.db LIKE 'many'").collect())  # kept with --warehouse
+        if not reuse:
+            ice.sql("CREATE TABLE local.db.many (id bigint, part int, data string) USING iceberg "
+                    "PARTITIONED BY (part)")
         rows = a.files * a.rows_per_file
         per_append = -(-a.files // a.appends)
         t = time.perf_counter()
-        for i in range(a.appends):
+        for i in range(0 if reuse else a.appends):
             lo, hi = i * per_append, min(a.files, (i + 1) * per_append)
             if lo >= hi:
                 break
@@ -94,6 +99,12 @@ def main() -> int:
                              "manifests": m.manifests_total, "peak_mb": round(peak / 2**20, 1)}
             print(json.dumps({"case": name, **results[name]}), flush=True)
         jobs = sc.statusTracker().getJobIdsForGroup("planning")
+        if a.profile:
+            import cProfile
+            import pstats
+            prof = cProfile.Profile()
+            prof.runcall(plan_files, md, table.io, snap, cases["point_on_column"])
+            pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(15)
         # Beyond planning: building the Spark DataFrame over the planned files (Spark lists/stats every
         # path on the driver, or in a listing job when there are more than
         # spark.sql.sources.parallelPartitionDiscovery.threshold of them) and reading the point lookup.
