@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
-from pyice_sql import ddl
+from pyice_sql import ddl, procedures
 from pyice_sql.catalog.base import Catalog, Table, TableIdentifier
 from pyice_sql.catalog.hadoop import HadoopCatalog
 from pyice_sql.catalog.sql import SqlCatalog
@@ -337,6 +337,12 @@ class IceSession:
         return result_frame(self.spark, RowLevelExecutor(self).run(stmt))
 
     _do_Merge = _do_Update = _do_Delete = _row_level
+
+    def _do_Call(self, stmt: st.Call) -> DataFrame:
+        proc = procedures.lookup(stmt.namespace, stmt.procedure, stmt.position)
+        args = proc.bind(stmt.args, stmt.named, stmt.position)
+        rows = proc.run(procedures.ProcedureContext(self, stmt.catalog, stmt.position), args)
+        return self.spark.createDataFrame(list(rows), proc.output)
 
     def _do_Explain(self, stmt: st.Explain) -> DataFrame:
         inner = stmt.statement

@@ -369,6 +369,7 @@ class Call(Statement):
     procedure: str
     args: tuple[Any, ...] = ()
     named: dict[str, Any] = field(default_factory=dict)
+    position: SqlPosition | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -992,7 +993,7 @@ class _Parser:
                 named[arg.this.name] = self.literal(arg.expression)
             else:
                 args.append(self.literal(arg))
-        return Call(catalog, namespace, name, tuple(args), named)
+        return Call(catalog, namespace, name, tuple(args), named, position_of(tree))
 
     def literal(self, node: exp.Expression) -> Any:
         """A literal expression as a Python value: str, int, float, Decimal, bool, None, date,
