@@ -356,3 +356,21 @@ class ShimHandle:
         """Files below `directory` (recursive: files only), or its children incl. directories; [] if missing."""
         raw = json.loads(self._call("FileOps", "list", directory, bool(recursive), self._conf()))
         return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
+
+    # -- many files at once (one Spark job each) -------------------------------------------------------------
+    def _java_list(self, items: Iterable[str]):
+        from py4j.java_collections import ListConverter
+
+        return ListConverter().convert(list(items), self._core.sc._gateway._gateway_client)
+
+    def list_many(self, directories: Iterable[str]) -> list[ListedFile]:
+        """Every file below each directory, listed on the executors in one Spark job."""
+        raw = json.loads(self._call("BulkFiles", "list", self._core.sc._jsc, self._java_list(directories),
+                                    self._conf()))
+        return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
+
+    def delete_many(self, paths: Iterable[str]) -> list[tuple[str, str]]:
+        """Delete files on the executors in one Spark job; (path, error) of those not deleted."""
+        raw = json.loads(self._call("BulkFiles", "delete", self._core.sc._jsc, self._java_list(paths),
+                                    self._conf()))
+        return [(p, e) for p, e in raw]
