@@ -52,6 +52,9 @@ class SnapshotUpdate:
     summary_extra: dict[str, str] = field(default_factory=dict)
     validate: Validator | None = None
     branch: str = "main"
+    # compaction output keeps the data sequence number of the snapshot it read (Iceberg's
+    # use-starting-sequence-number), so deletes committed meanwhile still apply to its rows
+    added_data_sequence_number: int | None = None
 
 
 def snapshots_since(metadata: TableMetadata, start_id: int | None, branch: str = "main") -> list[Snapshot]:
@@ -135,13 +138,17 @@ class _AddedManifests:
                 by_spec: dict[int, list[DataFile]] = {}
                 for f in files:
                     by_spec.setdefault(f.spec_id, []).append(f)
+                data_seq = self.update.added_data_sequence_number if content == ManifestContent.DATA else None
                 for spec_id, group in sorted(by_spec.items()):
-                    entries = [ManifestEntry(status=EntryStatus.ADDED, snapshot_id=self.snapshot_id, data_file=f)
-                               for f in group]
+                    entries = [ManifestEntry(status=EntryStatus.ADDED, snapshot_id=self.snapshot_id,
+                                             sequence_number=data_seq, data_file=f) for f in group]
                     self.manifests.append(self.writer.write_manifest(
                         entries, metadata.spec_by_id(spec_id), metadata.schema(), self.snapshot_id,
                         sequence_number, content))
-        return [replace(m, sequence_number=sequence_number, min_sequence_number=sequence_number)
+        explicit = self.update.added_data_sequence_number
+        return [replace(m, sequence_number=sequence_number,
+                        min_sequence_number=explicit if explicit is not None and m.content == ManifestContent.DATA
+                        else sequence_number)
                 for m in self.manifests]
 
 
