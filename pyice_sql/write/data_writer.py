@@ -13,17 +13,20 @@ How a write works:
   3. The job writes under a folder unique to this write, so listing it afterwards yields
      exactly the committed task outputs of this write and nothing else.
   4. The footers of those files are read on the executors by the shim (no pass over data)
-     and turned into DataFiles with exact sizes and column metrics.
+     and turned into DataFiles with exact sizes and column metrics. Parquet footers carry no
+     NaN counts, so the job itself counts NaNs per float/double column (a Spark observation,
+     same pass): a write with no NaN records 0 for every file, a one-file write gets the exact
+     count, otherwise the count is left unknown (absent), as the spec allows.
 """
 from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Callable
 
-from pyspark.sql import Column, DataFrame, functions as F, types as T
+from pyspark.sql import Column, DataFrame, Observation, functions as F, types as T
 
 from pyice_sql.io.fileio import FileIO
 from pyice_sql.model import types as it
@@ -31,7 +34,7 @@ from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.partitioning import PartitionSpec
 from pyice_sql.model.schema import Schema
 from pyice_sql.spark_schema import FIELD_ID_KEY, to_spark_type
-from pyice_sql.write.stats import data_file_from_footer
+from pyice_sql.write.stats import data_file_from_footer, top_level_leaves
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
@@ -154,6 +157,12 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     if folders:
         names = [F.col(quote(n)) for n, _, _ in folders]
         out = out.repartition(*names).sortWithinPartitions(*names)
+    nan_columns = _float_leaves(schema)
+    observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
+    if observation is not None:
+        out = out.observe(observation, *[
+            F.sum(F.when(F.isnan(F.col(".".join(quote(p) for p in path))), 1).otherwise(0)).alias(str(fid))
+            for fid, path in nan_columns.items()])
     target = int(ctx.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
     max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
     codec = ctx.properties.get("write.parquet.compression-codec", "zstd").lower()
@@ -163,7 +172,24 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])
     writer.parquet(write_dir)
-    return describe_written_files(ctx, write_dir, folders, content)
+    described = describe_written_files(ctx, write_dir, folders, content)
+    if observation is not None:
+        described = _with_nan_counts(described, observation.get, nan_columns)
+    return described
+
+
+def _float_leaves(schema: Schema) -> dict[int, tuple[str, ...]]:
+    return {f.field_id: path for path, f in top_level_leaves(schema).items()
+            if isinstance(f.type, it.PrimitiveType) and f.type.name in ("float", "double")}
+
+
+def _with_nan_counts(files: list[DataFile], totals: dict, columns: dict[int, tuple[str, ...]]) -> list[DataFile]:
+    """NaN counts per file from the job's totals where they are exact: all zero, or one file."""
+    known = {fid: int(totals[str(fid)] or 0) for fid in columns if str(fid) in totals}
+    nan_counts = known if len(files) == 1 else {fid: 0 for fid, n in known.items() if n == 0}
+    return [replace(f, nan_value_counts=dict(nan_counts)) for f in files] if nan_counts else files
+
+
 
 
 def written_files(ctx: WriteContext, write_dir: str) -> list[tuple[str, dict]]:
