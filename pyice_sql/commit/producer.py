@@ -55,6 +55,9 @@ class SnapshotUpdate:
     # compaction output keeps the data sequence number of the snapshot it read (Iceberg's
     # use-starting-sequence-number), so deletes committed meanwhile still apply to its rows
     added_data_sequence_number: int | None = None
+    # manifest compaction: parent manifests replaced by already written ones (entries EXISTING)
+    replaced_manifests: frozenset[str] = frozenset()
+    added_manifests: list[ManifestFile] = field(default_factory=list)
 
 
 def snapshots_since(metadata: TableMetadata, start_id: int | None, branch: str = "main") -> list[Snapshot]:
@@ -163,6 +166,8 @@ def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _
     delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
     parent_manifests = read_manifest_list(base.io, parent.manifest_list) if parent is not None else []
     kept = _carry_over(base, parent_manifests, update, writer, snapshot_id, sequence_number)
+    if update.replaced_manifests:
+        kept = _replace_manifests(base, kept, update, snapshot_id, sequence_number)
     ordered = (data_manifests + [m for m in kept if m.content == ManifestContent.DATA]
                + delete_manifests + [m for m in kept if m.content == ManifestContent.DELETES])
     list_path = writer.write_manifest_list(ordered, snapshot_id, parent.snapshot_id if parent else None,
@@ -221,6 +226,17 @@ def _carry_over(base: Table, parent_manifests: list[ManifestFile], update: Snaps
             f"files to remove are no longer in table {base.full_name} (removed by a concurrent commit): "
             + ", ".join(sorted(missing)[:5]))
     return out
+
+
+def _replace_manifests(base: Table, kept: list[ManifestFile], update: SnapshotUpdate, snapshot_id: int,
+                       sequence_number: int) -> list[ManifestFile]:
+    missing = update.replaced_manifests - {m.manifest_path for m in kept}
+    if missing:
+        raise ValidationError(f"manifests to replace are no longer in table {base.full_name} (rewritten by a "
+                              f"concurrent commit): {', '.join(sorted(missing)[:3])}")
+    added = [replace(m, added_snapshot_id=snapshot_id, sequence_number=sequence_number)
+             for m in update.added_manifests]
+    return added + [m for m in kept if m.manifest_path not in update.replaced_manifests]
 
 
 def _written_since(metadata: TableMetadata, manifest: ManifestFile, start_snapshot_id: int | None) -> bool:

@@ -6,7 +6,7 @@ typed Spark values, so each conversion here names the procedure and argument it 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 from zoneinfo import ZoneInfo
 
 from sqlglot import exp
@@ -45,7 +45,7 @@ def session_time_zone(spark) -> str:
     return spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC"
 
 
-def options_map(value: Any, procedure: str, known: Mapping[str, Any]) -> dict[str, str]:
+def options_map(value: Any, procedure: str, known: Iterable[str]) -> dict[str, str]:
     """`options => map('k', 'v', ...)`: string keys and values; unknown keys are refused by name."""
     if value is None:
         return {}

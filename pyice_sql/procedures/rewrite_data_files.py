@@ -18,7 +18,6 @@ deletes for them makes this rewrite fail and delete what it wrote.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -30,6 +29,7 @@ from pyice_sql.expr.predicates import AlwaysTrue
 from pyice_sql.model.manifest import FileContent, ManifestEntry
 from pyice_sql.model.snapshots import Operation
 from pyice_sql.procedures.arguments import bool_option, long_option, options_map, where_predicate
+from pyice_sql.procedures.binpack import OPTIONS as SIZE_OPTIONS, SizeOptions, plan_partition
 from pyice_sql.procedures.registry import Parameter, ProcedureContext, procedure
 from pyice_sql.scan.delete_index import referenced_path
 from pyice_sql.scan.planner import FileScanTask, ScanPlan, plan_files
@@ -40,74 +40,36 @@ from pyice_sql.write.operations import commit_or_clean
 NAME = "rewrite_data_files"
 _IGNORED = ("max-concurrent-file-group-rewrites", "partial-progress.max-commits",
             "partial-progress.max-failed-commits", "rewrite-job-order")
-OPTIONS = {
-    "target-file-size-bytes": None, "min-file-size-bytes": None, "max-file-size-bytes": None,
-    "min-input-files": 5, "rewrite-all": False, "max-file-group-size-bytes": 100 * 1024 ** 3,
-    "delete-file-threshold": 2 ** 31 - 1, "delete-ratio-threshold": 0.3, "partial-progress.enabled": False,
-    "use-starting-sequence-number": True, "remove-dangling-deletes": True, **dict.fromkeys(_IGNORED),
-}
+OPTIONS = (*SIZE_OPTIONS, "delete-file-threshold", "delete-ratio-threshold", "partial-progress.enabled",
+           "use-starting-sequence-number", "remove-dangling-deletes", *_IGNORED)
 
 
 @dataclass(frozen=True)
-class BinPackOptions:
-    target_file_size: int
-    min_file_size: int
-    max_file_size: int
-    min_input_files: int = 5
-    rewrite_all: bool = False
-    max_group_size: int = 100 * 1024 ** 3
+class DeleteThresholds:
+    """Reasons besides size to rewrite a data file: how many delete files, or how much deleted."""
+
     delete_file_threshold: int = 2 ** 31 - 1
     delete_ratio_threshold: float = 0.3
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], table_target: int) -> "BinPackOptions":
-        target = long_option(options, "target-file-size-bytes", table_target, NAME)
-        made = cls(
-            target_file_size=target,
-            min_file_size=long_option(options, "min-file-size-bytes", int(target * 0.75), NAME),
-            max_file_size=long_option(options, "max-file-size-bytes", int(target * 1.8), NAME),
-            min_input_files=long_option(options, "min-input-files", 5, NAME),
-            rewrite_all=bool_option(options, "rewrite-all", False, NAME),
-            max_group_size=long_option(options, "max-file-group-size-bytes", OPTIONS["max-file-group-size-bytes"],
-                                       NAME),
-            delete_file_threshold=long_option(options, "delete-file-threshold", 2 ** 31 - 1, NAME),
-            delete_ratio_threshold=float(options.get("delete-ratio-threshold", 0.3)))
-        made.check()
+    def parse(cls, options: Mapping[str, str]) -> "DeleteThresholds":
+        made = cls(long_option(options, "delete-file-threshold", 2 ** 31 - 1, NAME),
+                   float(options.get("delete-ratio-threshold", 0.3)))
+        if made.delete_file_threshold < 0:
+            raise AnalysisError(f"{NAME}: delete-file-threshold must be >= 0, got {made.delete_file_threshold}")
+        if not 0 < made.delete_ratio_threshold <= 1:
+            raise AnalysisError(f"{NAME}: delete-ratio-threshold must be in (0, 1], got {made.delete_ratio_threshold}")
         return made
 
-    def check(self) -> None:
-        def bad(why: str) -> AnalysisError:
-            return AnalysisError(f"{NAME}: {why}")
-        if self.target_file_size <= 0:
-            raise bad(f"target-file-size-bytes must be > 0, got {self.target_file_size}")
-        if self.min_file_size < 0 or self.min_file_size >= self.target_file_size:
-            raise bad(f"min-file-size-bytes ({self.min_file_size}) must be >= 0 and < target-file-size-bytes "
-                      f"({self.target_file_size})")
-        if self.max_file_size <= self.target_file_size:
-            raise bad(f"max-file-size-bytes ({self.max_file_size}) must be > target-file-size-bytes "
-                      f"({self.target_file_size})")
-        if self.min_input_files <= 0:
-            raise bad(f"min-input-files must be > 0, got {self.min_input_files}")
-        if self.delete_file_threshold < 0:
-            raise bad(f"delete-file-threshold must be >= 0, got {self.delete_file_threshold}")
-        if not 0 < self.delete_ratio_threshold <= 1:
-            raise bad(f"delete-ratio-threshold must be in (0, 1], got {self.delete_ratio_threshold}")
+    def too_many_deletes(self, t: FileScanTask) -> bool:
+        return len(t.deletes) >= self.delete_file_threshold
 
-    @property
-    def write_max_file_size(self) -> int:
-        return int(self.target_file_size + (self.max_file_size - self.target_file_size) * 0.5)
-
-    def expected_output_files(self, input_bytes: int) -> int:
-        """How many files a group's bytes make (Iceberg's rule: keep a remainder worth a file)."""
-        target = self.target_file_size
-        if input_bytes < target:
-            return 1
-        with_rest, without_rest = math.ceil(input_bytes / target), input_bytes // target
-        if input_bytes % target > self.min_file_size:
-            return with_rest
-        if input_bytes / without_rest < min(1.1 * target, self.write_max_file_size):
-            return without_rest
-        return with_rest
+    def too_high_delete_ratio(self, t: FileScanTask) -> bool:
+        """Rows known deleted (by file-scoped position deletes) over the file's rows."""
+        known = sum(d.data_file.record_count for d in t.deletes
+                    if d.data_file.content == FileContent.POSITION_DELETES and referenced_path(d.data_file))
+        rows = t.file.record_count
+        return rows > 0 and bool(t.deletes) and min(known, rows) / rows >= self.delete_ratio_threshold
 
 
 @dataclass
@@ -122,50 +84,21 @@ class FileGroup:
         return sum(t.file.file_size_in_bytes for t in self.tasks)
 
 
-def _too_many_deletes(t: FileScanTask, o: BinPackOptions) -> bool:
-    return len(t.deletes) >= o.delete_file_threshold
-
-
-def _too_high_delete_ratio(t: FileScanTask, o: BinPackOptions) -> bool:
-    known = sum(d.data_file.record_count for d in t.deletes
-                if d.data_file.content == FileContent.POSITION_DELETES and referenced_path(d.data_file))
-    rows = t.file.record_count
-    return rows > 0 and bool(t.deletes) and min(known, rows) / rows >= o.delete_ratio_threshold
-
-
-def _pack(tasks: list[FileScanTask], max_group_size: int) -> list[list[FileScanTask]]:
-    """In order, a new group whenever the next file does not fit the open one (look-back 1)."""
-    groups: list[list[FileScanTask]] = []
-    size = 0
-    for t in tasks:
-        n = t.file.file_size_in_bytes
-        if groups and size + n <= max_group_size:
-            groups[-1].append(t)
-            size += n
-        else:
-            groups.append([t])
-            size = n
-    return groups
-
-
-def plan_groups(tasks: Iterable[FileScanTask], default_spec_id: int, o: BinPackOptions) -> list[FileGroup]:
-    """The file groups to rewrite, per Iceberg's bin-pack planner (see the module docstring)."""
+def plan_groups(tasks: Iterable[FileScanTask], default_spec_id: int, sizes: SizeOptions,
+                deletes: DeleteThresholds = DeleteThresholds()) -> list[FileGroup]:
+    """The file groups to rewrite: per partition of the default spec (files of other specs
+    together), size-based as Iceberg's bin-pack planner, plus files with too many deletes."""
     by_partition: dict[tuple, list[FileScanTask]] = {}
     for t in tasks:
         key = (t.file.spec_id, t.file.partition) if t.file.spec_id == default_spec_id else (None, ())
         by_partition.setdefault(key, []).append(t)
-    out = []
-    for key, part in by_partition.items():
-        chosen = part if o.rewrite_all else [
-            t for t in part if not o.min_file_size <= t.file.file_size_in_bytes <= o.max_file_size
-            or _too_many_deletes(t, o) or _too_high_delete_ratio(t, o)]
-        for group in _pack(chosen, o.max_group_size):
-            size = sum(t.file.file_size_in_bytes for t in group)
-            if (o.rewrite_all or (len(group) > 1 and (len(group) >= o.min_input_files or size > o.target_file_size))
-                    or size > o.max_file_size
-                    or any(_too_many_deletes(t, o) or _too_high_delete_ratio(t, o) for t in group)):
-                out.append(FileGroup(key, group))
-    return out
+    return [FileGroup(key, group) for key, part in by_partition.items()
+            for group in plan_partition(part, _file_size, sizes,
+                                        lambda t: deletes.too_many_deletes(t) or deletes.too_high_delete_ratio(t))]
+
+
+def _file_size(t: FileScanTask) -> int:
+    return t.file.file_size_in_bytes
 
 
 def dangling_deletes(full_plan: ScanPlan, rewritten: set[str]) -> list[ManifestEntry]:
@@ -203,21 +136,21 @@ def rewrite_data_files(ctx: ProcedureContext, args: dict[str, Any]) -> list[tupl
                                position=ctx.position)
     md = table.metadata
     table_target = int(md.property("write.target-file-size-bytes", str(DEFAULT_TARGET_FILE_SIZE)))
-    binpack = BinPackOptions.parse(options, table_target)
+    sizes = SizeOptions.parse(options, table_target, NAME)
     where = where_predicate(args["where"], md.schema(), NAME)
-    return run(ctx, table, binpack, where, bool(args["dry_run"]),
+    return run(ctx, table, sizes, DeleteThresholds.parse(options), where, bool(args["dry_run"]),
                use_starting_sequence=bool_option(options, "use-starting-sequence-number", True, NAME),
                drop_dangling=bool_option(options, "remove-dangling-deletes", True, NAME))
 
 
-def run(ctx: ProcedureContext, table: Table, binpack: BinPackOptions, where, dry_run: bool,
+def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: DeleteThresholds, where, dry_run: bool,
         use_starting_sequence: bool = True, drop_dangling: bool = True) -> list[tuple]:
     md = table.metadata
     snapshot = md.current_snapshot()
     if snapshot is None:
         return _result(0, 0, 0, 0)
     plan = plan_files(md, table.io, snapshot, where)
-    groups = plan_groups(plan.tasks, md.default_spec_id, binpack)
+    groups = plan_groups(plan.tasks, md.default_spec_id, binpack, thresholds)
     tasks = [t for g in groups for t in g.tasks]
     if not tasks:
         return _result(0, 0, 0, 0)
