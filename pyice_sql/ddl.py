@@ -72,9 +72,7 @@ def transform_of(pt: PartitionTransform, schema: Schema, for_alter: bool = False
     return transform, source.field_id, pt.column.replace(".", "_") + suffix
 
 
-def create_metadata(struct: T.StructType, partitioning: tuple[PartitionTransform, ...], location: str,
-                    properties: dict[str, str]) -> TableMetadata:
-    schema = spark_to_schema(struct)
+def _spec_of(schema: Schema, partitioning: tuple[PartitionTransform, ...]) -> PartitionSpec:
     fields = []
     for i, pt in enumerate(partitioning):
         transform, source_id, name = transform_of(pt, schema)
@@ -82,9 +80,26 @@ def create_metadata(struct: T.StructType, partitioning: tuple[PartitionTransform
     names = [f.name for f in fields]
     if len(set(names)) != len(names):
         raise AnalysisError(f"duplicate partition field names {names}")
-    md = new_table_metadata(schema, PartitionSpec(0, tuple(fields)), UNSORTED, location,
+    return PartitionSpec(0, tuple(fields))
+
+
+def create_metadata(struct: T.StructType, partitioning: tuple[PartitionTransform, ...], location: str,
+                    properties: dict[str, str]) -> TableMetadata:
+    schema = spark_to_schema(struct)
+    md = new_table_metadata(schema, _spec_of(schema, partitioning), UNSORTED, location,
                             {**DEFAULT_PROPERTIES, **properties})
     return md.set_properties({NAME_MAPPING: name_mapping_json(md.schema())})
+
+
+def replace_metadata(base: TableMetadata, struct: T.StructType, partitioning: tuple[PartitionTransform, ...],
+                     properties: dict[str, str]) -> TableMetadata:
+    """CREATE OR REPLACE TABLE on an existing table (see TableMetadata.replacement)."""
+    schema = spark_to_schema(struct)
+    try:
+        md = base.replacement(schema, _spec_of(schema, partitioning), properties)
+    except ValueError as e:  # e.g. a new partition spec on a format v1 table
+        raise UnsupportedError(f"cannot replace the table: {e}") from e
+    return md.set_properties({NAME_MAPPING: name_mapping_json(md.schema(), md.property(NAME_MAPPING))})
 
 
 def _with_schema(md: TableMetadata, fields: tuple[it.NestedField, ...]) -> TableMetadata:

@@ -401,6 +401,36 @@ class TableMetadata:
         else:
             schema_id = max(s.schema_id for s in self.schemas) + 1
             added = self._with(schemas=self.schemas + (schema.with_id(schema_id),),
+    def replacement(self, schema: Schema, spec: PartitionSpec, properties: Mapping[str, str]) -> "TableMetadata":
+        """CREATE OR REPLACE TABLE, as Iceberg's replace transaction: the same table (uuid,
+        location, snapshots, refs other than main, logs) with a new current schema whose columns
+        keep the ids of same-named old columns, a new default spec, unsorted, merged properties
+        and no current snapshot until the replacement's own data is committed.
+
+        `spec` refers to columns by `schema`'s ids; the ids are reassigned here."""
+        old_ids = {path: f.field_id for path, f in walk_fields(self.schema().struct)}
+        counter = [self.last_column_id]
+
+        def next_id(path: tuple[str, ...]) -> int:
+            if path in old_ids:
+                return old_ids.pop(path)
+            counter[0] += 1
+            return counter[0]
+
+        fresh = Schema(_fresh_fields(schema.fields, next_id), 0)
+        id_map = {old.field_id: new.field_id
+                  for (_, old), (_, new) in zip(walk_fields(schema.struct), walk_fields(fresh.struct))}
+        fresh = Schema(fresh.fields, 0, tuple(id_map[i] for i in schema.identifier_field_ids))
+        new_spec = PartitionSpec(0, tuple(dataclasses.replace(f, source_id=id_map[f.source_id]) for f in spec.fields))
+        for key, value in properties.items():
+            _property_value(key, value)
+        replaced = (self.remove_ref(MAIN_BRANCH).add_schema(fresh, make_current=True)
+                    .add_spec(new_spec, make_default=True))
+        orders = replaced.sort_orders if any(o.is_unsorted for o in replaced.sort_orders) else \
+            (UNSORTED, *replaced.sort_orders)
+        return replaced._with(sort_orders=orders, default_sort_order_id=UNSORTED.order_id, properties={
+            **replaced.properties, **{k: v for k, v in properties.items() if k not in RESERVED_PROPERTIES}})
+
                                last_column_id=max(self.last_column_id, schema.highest_field_id))
         return added.set_current_schema(schema_id) if make_current else added
 
@@ -526,7 +556,7 @@ def new_table_metadata(
 
     counter = [0]
 
-    def next_id() -> int:
+    def next_id(_path: tuple[str, ...]) -> int:
         counter[0] += 1
         return counter[0]
 
@@ -564,19 +594,29 @@ def new_table_metadata(
     )
 
 
-def _fresh_fields(fields: tuple[NestedField, ...], next_id: Callable[[], int]) -> tuple[NestedField, ...]:
-    """Give a struct's own fields ids first, then descend into each field's type in order."""
-    ids = [next_id() for _ in fields]
-    return tuple(dataclasses.replace(f, field_id=i, type=_fresh_type(f.type, next_id)) for f, i in zip(fields, ids))
+IdAssigner = Callable[[tuple[str, ...]], int]
 
 
-def _fresh_type(t: IcebergType, next_id: Callable[[], int]) -> IcebergType:
+def _fresh_fields(fields: tuple[NestedField, ...], next_id: IdAssigner,
+                  path: tuple[str, ...] = ()) -> tuple[NestedField, ...]:
+    """Give a struct's own fields ids first, then descend into each field's type in order.
+
+    `next_id` gets each field's name path (list elements and map keys/values as `element`,
+    `key`, `value`), so a replacement can keep the ids of columns it shares with the old schema.
+    """
+    ids = [next_id(path + (f.name,)) for f in fields]
+    return tuple(dataclasses.replace(f, field_id=i, type=_fresh_type(f.type, next_id, path + (f.name,)))
+                 for f, i in zip(fields, ids))
+
+
+def _fresh_type(t: IcebergType, next_id: IdAssigner, path: tuple[str, ...]) -> IcebergType:
     if isinstance(t, StructType):
-        return StructType(_fresh_fields(t.fields, next_id))
+        return StructType(_fresh_fields(t.fields, next_id, path))
     if isinstance(t, ListType):
-        element_id = next_id()
-        return ListType(element_id, _fresh_type(t.element, next_id), t.element_required)
+        element_id = next_id(path + ("element",))
+        return ListType(element_id, _fresh_type(t.element, next_id, path + ("element",)), t.element_required)
     if isinstance(t, MapType):
-        key_id, value_id = next_id(), next_id()
-        return MapType(key_id, _fresh_type(t.key, next_id), value_id, _fresh_type(t.value, next_id), t.value_required)
+        key_id, value_id = next_id(path + ("key",)), next_id(path + ("value",))
+        return MapType(key_id, _fresh_type(t.key, next_id, path + ("key",)), value_id,
+                       _fresh_type(t.value, next_id, path + ("value",)), t.value_required)
     return t
