@@ -196,11 +196,14 @@ class RowLevelExecutor:
 
     # --- execution ----------------------------------------------------------------------------
     def _execute(self, table: Table, plan: RowLevelPlan, source: DataFrame | None) -> DmlResult:
+        task = self.session.progress.task(f"{plan.command} {table.full_name}")
         md = table.metadata
         schema = md.schema()
         start = md.current_snapshot()
         scan = plan_files(md, table.io, start, plan.scan_filter)
         self.session.last_plan = scan
+        task.phase("planning", f"{len(scan.tasks)} of {scan.metrics.data_files_total} data files to scan, "
+                               f"{len(scan.delete_files)} delete files ({plan.mode})")
         whole, tasks = self._split_whole_file_deletes(table, plan, scan)
         target = read_tasks(self.spark, schema, tasks, with_metadata=True).withColumn(TARGET_MARK, F.lit(True))
         target_view = self._view(target)
@@ -212,6 +215,9 @@ class RowLevelExecutor:
         self._persisted.append(tagged)
         stats = _tag_statistics(tagged, pairs=plan.source is not None)
         counts = stats.counts
+        task.phase("scan", f"{len(stats.touched_files)} files touched, {len(whole)} deleted whole; rows: "
+                           f"{counts.get(UPDATE, 0)} to update, {counts.get(DELETE, 0)} to delete, "
+                           f"{counts.get(INSERT, 0)} to insert")
         if stats.ambiguous and _checks_cardinality(plan):
             self._check_cardinality(table, plan, tagged)
         result = DmlResult(num_updated_rows=counts.get(UPDATE, 0),
@@ -261,6 +267,7 @@ class RowLevelExecutor:
             for f in written:
                 table.io.delete(f.file_path)
             raise
+        task.phase("write", f"{len(data_files)} data files, {len(delete_files)} delete files written")
         removed = self._removed_files(removed_tasks, scan)
         if plan.mode == "merge-on-read":
             removed += [RemovedFile(d, scan.delete_manifests[d.data_file.file_path]) for d in folded]
@@ -275,6 +282,7 @@ class RowLevelExecutor:
                                        [(by_path[p].file.spec_id, by_path[p].file.partition) for p in referenced]))
         committed = commit_or_clean(table, update, written)
         result.snapshot_id = committed.metadata.current_snapshot().snapshot_id
+        task.phase("commit", f"snapshot {result.snapshot_id}")
         return result
 
     def _store_assignment(self, plan: RowLevelPlan, schema, target_view: str, source_view: str | None):

@@ -32,6 +32,7 @@ from pyice_sql.expr.from_sql import to_predicate
 from pyice_sql.io.fileio import is_local, local_path
 from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, eq
 from pyice_sql.model.conversions import to_internal
+from pyice_sql.progress import Progress
 from pyice_sql.runtime import Runtime, local_session
 from pyice_sql.scan.metadata_tables import metadata_table
 from pyice_sql.scan.table_scan import TimeTravel, scan
@@ -48,8 +49,9 @@ class IceSession:
     """Runs SQL on pyice catalogs; see `connect`."""
 
     def __init__(self, spark: SparkSession, runtime: Runtime, catalogs: dict[str, Catalog],
-                 default_catalog: str) -> None:
+                 default_catalog: str, progress: Progress | None = None) -> None:
         self.spark = spark
+        self.progress = progress or Progress()
         self.runtime = runtime
         self.catalogs = catalogs
         self.current_catalog = default_catalog
@@ -341,7 +343,10 @@ class IceSession:
     def _do_Call(self, stmt: st.Call) -> DataFrame:
         proc = procedures.lookup(stmt.namespace, stmt.procedure, stmt.position)
         args = proc.bind(stmt.args, stmt.named, stmt.position)
-        rows = proc.run(procedures.ProcedureContext(self, stmt.catalog, stmt.position), args)
+        task = self.progress.task(f"CALL {stmt.catalog}.system.{proc.name}")
+        task.phase("started")
+        rows = list(proc.run(procedures.ProcedureContext(self, stmt.catalog, stmt.position), args))
+        task.phase("done", f"{len(rows)} result row{'s' if len(rows) != 1 else ''}")
         return self.spark.createDataFrame(list(rows), proc.output)
 
     def _do_Explain(self, stmt: st.Explain) -> DataFrame:
