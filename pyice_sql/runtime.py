@@ -24,20 +24,41 @@ SPARK_SETTINGS = {
 }
 
 
-def local_session(app_name: str = "pyice_sql") -> SparkSession:
-    """A local SparkSession with the shim jar on its class path (used when none is given)."""
-    master = os.environ.get("PYICE_SPARK_MASTER", "local[2]")
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.jars", spark_jars_conf())
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", os.environ.get("PYICE_SHUFFLE_PARTITIONS", "8"))
-               .config("spark.sql.session.timeZone", "UTC"))
+def local_session(app_name: str = "pyice_sql", quiet: bool = False) -> SparkSession:
+    """A SparkSession with the shim jar on its class path (used when none is given).
+
+    Under spark-submit the JVM is already running with the job's conf: what it sets (master,
+    spark.jars, UI, ...) is kept and only missing settings get pyice's defaults. Spark's console
+    progress bar is on unless `quiet`.
+    """
+    given = _submitted_conf()
+    builder = SparkSession.builder.appName(app_name)
+    defaults = {
+        "spark.master": os.environ.get("PYICE_SPARK_MASTER", "local[2]"),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false" if quiet else "true",
+        "spark.sql.shuffle.partitions": os.environ.get("PYICE_SHUFFLE_PARTITIONS", "8"),
+        "spark.sql.session.timeZone": "UTC",
+    }
+    for k, v in defaults.items():
+        if k not in given:
+            builder = builder.config(k, v)
+    builder = builder.config("spark.jars", spark_jars_conf(given.get("spark.jars")))
     for k, v in SPARK_SETTINGS.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("PYICE_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def _submitted_conf() -> dict[str, str]:
+    """The conf of a JVM that spark-submit already started (empty in a plain Python process,
+    where reading it would start a JVM without the settings the builder adds)."""
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    return dict(SparkConf().getAll())
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
-from pyice_sql import ddl, procedures
+from pyice_sql import config, ddl, procedures
 from pyice_sql.catalog.base import Catalog, Table, TableIdentifier
 from pyice_sql.catalog.hadoop import HadoopCatalog
 from pyice_sql.catalog.sql import SqlCatalog
@@ -442,16 +442,23 @@ def make_catalog(name: str, kind: str, warehouse: str, uri: str | None, runtime_
     raise AnalysisError(f"unknown catalog type {kind!r} for catalog {name!r}: use 'hadoop' or 'sql'")
 
 
-def connect(spark: SparkSession | None = None, warehouse: str = "./warehouse", catalog: str = "local",
-            catalog_type: str = "hadoop", uri: str | None = None) -> IceSession:
+def connect(spark: SparkSession | None = None, warehouse: str | None = None, catalog: str | None = None,
+            catalog_type: str | None = None, uri: str | None = None, quiet: bool | None = None) -> IceSession:
     """Open a pyice_sql session; creates a local SparkSession when none is given.
 
     `catalog_type` 'hadoop' is a filesystem warehouse (Iceberg's Hadoop layout); 'sql' keeps the
     catalog in a SQLite file (`uri`, default `<warehouse>/catalog.db`) compatible with PyIceberg.
+    What is not given comes from Spark conf (`spark.pyice.*`, see pyice_sql.config, which may
+    declare more catalogs), else catalog `local`, type `hadoop`, warehouse `./warehouse`.
+    `quiet` silences progress lines (and Spark's progress bar in a session created here).
     """
-    spark = spark or local_session()
+    spark = spark or local_session(quiet=bool(quiet))
+    cfg = config.from_conf(config.spark_conf(spark), catalog=catalog, catalog_type=catalog_type,
+                           warehouse=warehouse, uri=uri, quiet=quiet)
     runtime = Runtime.attach(spark)
-    if is_local(warehouse):
-        os.makedirs(local_path(warehouse), exist_ok=True)
-    catalogs = {catalog: make_catalog(catalog, catalog_type, warehouse, uri, runtime.io_for)}
-    return IceSession(spark, runtime, catalogs, catalog)
+    catalogs = {}
+    for c in cfg.catalogs:
+        if is_local(c.warehouse):
+            os.makedirs(local_path(c.warehouse), exist_ok=True)
+        catalogs[c.name] = make_catalog(c.name, c.type, c.warehouse, c.uri, runtime.io_for)
+    return IceSession(spark, runtime, catalogs, cfg.default_catalog, Progress(cfg.quiet))
