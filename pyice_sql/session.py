@@ -38,7 +38,7 @@ from pyice_sql.scan.metadata_tables import metadata_table
 from pyice_sql.scan.table_scan import TimeTravel, scan
 from pyice_sql.spark_errors import translate as translate_spark_error
 from pyice_sql.sql import statements as st
-from pyice_sql.sql.script import split_script, substitute_variables
+from pyice_sql.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.write.data_writer import enforce_not_null, quote
 from pyice_sql.write.operations import append, overwrite
 
@@ -59,16 +59,25 @@ class IceSession:
         self.last_plan = None  # the ScanPlan of the most recent single-table read (EXPLAIN, tests)
 
     # --- public API -----------------------------------------------------------------------
-    def sql(self, text: str, variables: Mapping[str, str] | None = None, **sources: DataFrame) -> DataFrame:
+    def sql(self, text: str, variables: Mapping[str, str] | None = None,
+            args: Mapping[str, Any] | list | tuple | None = None, **sources: DataFrame) -> DataFrame:
         """Run a statement or a `;`-separated script; returns the last statement's result.
 
-        Keyword arguments bind DataFrames as temp views by name (e.g. a MERGE source).
+        `variables` replace `${name}` with SQL text; `args` binds `:name` markers (a dict) or `?`
+        markers (a list, one statement only) as literals, as spark.sql's `args` does. Keyword
+        arguments bind DataFrames as temp views by name (e.g. a MERGE source).
         """
         for name, df in sources.items():
             df.createOrReplaceTempView(name)
+        statements = split_script(text)
+        if isinstance(args, (list, tuple)) and len(statements) > 1:
+            raise UnsupportedError("positional parameters (?) bind a single statement; use named "
+                                   "parameters (:name) in a script", position=statements[1].position)
         result: DataFrame | None = None
-        for stmt in split_script(text):
+        for stmt in statements:
             sql = substitute_variables(stmt.sql, variables or {}, stmt.position) if variables else stmt.sql
+            if args:
+                sql = bind_parameters(sql, args, stmt.position)
             result = self.execute(sql, stmt.position)
         if result is None:
             return self.spark.createDataFrame([], "result string")

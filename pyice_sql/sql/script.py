@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -24,6 +24,7 @@ from pyice_sql.errors import ParseError, SqlPosition, UnsupportedError
 _CODE, _STRING, _IDENT, _COMMENT = "code", "string", "ident", "comment"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 _PARAMETER = re.compile(r"(?<![A-Za-z0-9_:]):([A-Za-z_][A-Za-z0-9_]*)")
+_POSITIONAL = re.compile(r"\?")
 
 
 @dataclass(frozen=True)
@@ -149,23 +150,36 @@ def substitute_variables(sql: str, variables: Mapping[str, str],
     return "".join(out)
 
 
-def bind_parameters(sql: str, parameters: Mapping[str, Any]) -> str:
-    """Replace each `:name` marker in code (not in strings, identifiers or comments) by `name`'s
-    value as a safely quoted Spark SQL literal.
+def bind_parameters(sql: str, parameters: Mapping[str, Any] | Sequence[Any],
+                    origin: SqlPosition | None = None) -> str:
+    """Replace each `:name` marker (a mapping) or each `?` marker in turn (a sequence) in code
+    (not in strings, identifiers or comments) by its value as a safely quoted Spark SQL literal.
 
-    Markers whose name is not in `parameters` are left as they are (`STRUCT<a:INT>` is not a
-    marker: a name directly before the colon rules it out).
+    Named markers not in `parameters` are left as they are (`STRUCT<a:INT>` is not a marker: a
+    name directly before the colon rules it out); a `?` without a value raises ParseError with
+    its position (in the script when `origin`, the statement's start in it, is given).
     """
+    named = isinstance(parameters, Mapping)
+    values = iter(() if named else parameters)
     out: list[str] = []
     for kind, start, end in _segments(sql):
         piece = sql[start:end]
-        if kind == _CODE:
+        if kind == _CODE and named:
             piece = _PARAMETER.sub(
                 lambda m: sql_literal(parameters[m.group(1)]) if m.group(1) in parameters else m.group(0),
                 piece,
             )
+        elif kind == _CODE:
+            piece = _POSITIONAL.sub(lambda m: _next_literal(values, sql, start + m.start(), origin), piece)
         out.append(piece)
     return "".join(out)
+
+
+def _next_literal(values: Iterator[Any], sql: str, offset: int, origin: SqlPosition | None) -> str:
+    for value in values:
+        return sql_literal(value)
+    raise ParseError("no value for parameter marker '?': args has fewer values than the statement has markers",
+                     position=SqlPosition.of_offset(sql, offset, origin), sql=sql)
 
 
 def sql_literal(value: Any) -> str:
