@@ -5,9 +5,13 @@
     ice.sql("CREATE TABLE local.db.t (id bigint, s string) USING iceberg")
     ice.sql("INSERT INTO local.db.t VALUES (1, 'a')")
     ice.sql("SELECT * FROM local.db.t").show()
+
+    pyice_sql.install(spark)             # or: plain spark.sql() runs pyice statements too
+    spark.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE")
 """
 from pyice_sql.errors import PyIceError
 from pyice_sql.session import IceSession, connect
+from pyice_sql.spark_hook import install, uninstall
 
 __version__ = "0.1.0"
-__all__ = ["IceSession", "PyIceError", "connect", "__version__"]
+__all__ = ["IceSession", "PyIceError", "connect", "install", "uninstall", "__version__"]
