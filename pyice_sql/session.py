@@ -37,6 +37,7 @@ from pyice_sql.runtime import Runtime, local_session
 from pyice_sql.scan.metadata_tables import metadata_table
 from pyice_sql.scan.table_scan import TimeTravel, scan
 from pyice_sql.spark_errors import translate as translate_spark_error
+from pyice_sql.spark_schema import to_spark_type
 from pyice_sql.sql import statements as st
 from pyice_sql.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.write.data_writer import enforce_not_null, quote
@@ -259,7 +260,7 @@ class IceSession:
     def _do_Describe(self, stmt: st.Describe) -> DataFrame:
         table = self.load_ref(stmt.table)
         md = table.metadata
-        rows = [(f.name, str(f.type), f.doc) for f in md.schema().fields]
+        rows = [(f.name, to_spark_type(f.type, with_ids=False).simpleString(), f.doc) for f in md.schema().fields]
         if md.spec().fields:
             rows += [("", "", ""), ("# Partitioning", "", "")]
             rows += [(f"Part {i}", f"{f.transform}({md.schema().find_field(f.source_id).name})"
