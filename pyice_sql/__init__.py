@@ -15,3 +15,10 @@ from pyice_sql.spark_hook import install, uninstall
 
 __version__ = "0.1.0"
 __all__ = ["IceSession", "PyIceError", "connect", "install", "uninstall", "__version__"]
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext pyice_sql`: registers the %pyice_sql / %%pyice_sql magics."""
+    from pyice_sql.magics import register
+
+    register(ipython)
