@@ -235,7 +235,7 @@ class RowLevelExecutor:
         written: list[DataFile] = []
         try:
             if plan.mode == "merge-on-read":
-                data_files = write_data_files(new_rows, ctx)
+                data_files = write_data_files(new_rows, ctx, rebalance=True)
                 written += data_files
                 touched = stats.touched_files
                 # Fold the touched files' existing file-scoped deletes into the new delete files,
@@ -257,7 +257,7 @@ class RowLevelExecutor:
                           .join(changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
                                 ["_file", "_pos"], "left_anti")
                           .select(*[quote(f.name) for f in schema.fields]))
-                data_files = write_data_files(new_rows.unionByName(copies), ctx)
+                data_files = write_data_files(new_rows.unionByName(copies), ctx, rebalance=True)
                 written += data_files
                 delete_files = []
                 folded = []

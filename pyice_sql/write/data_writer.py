@@ -146,8 +146,19 @@ def _unescape(segment: str) -> str:
     return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), segment)
 
 
-def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA) -> list[DataFile]:
-    """Write `df` (columns named as the table's) into new data files and describe them."""
+# Spark's `_SUCCESS` file would sit in the table's data folder referenced by nothing (an orphan).
+NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
+
+
+def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
+                     rebalance: bool = False) -> list[DataFile]:
+    """Write `df` (columns named as the table's) into new data files and describe them.
+
+    `rebalance` (row-level writes, whose rows come scattered over a join's shuffle partitions):
+    let adaptive execution regroup an unpartitioned table's rows into advisory-size tasks, so a
+    MERGE touching a few rows writes one file, not one per shuffle partition (partitioned tables
+    are clustered by partition below, which coalesces the same way).
+    """
     schema, spec = ctx.schema, ctx.spec
     with_ids = not schema.has_list_or_map()
     out = df.select(*cast_to_schema(df, schema.fields, with_ids))
@@ -158,6 +169,8 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
         names = [F.col(quote(n)) for n, _, _ in folders]
         out = out.repartition(*names).sortWithinPartitions(*names)
     nan_columns = _float_leaves(schema)
+    elif rebalance:
+        out = out.hint("rebalance")
     observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
     if observation is not None:
         out = out.observe(observation, *[
