@@ -81,6 +81,32 @@ def publish_metadata(table: Table, new_metadata: TableMetadata) -> Table:
     return table.catalog.commit(table, logged)
 
 
+def update_metadata(table: Table, change: Callable[[TableMetadata], TableMetadata]) -> Table:
+    """Commit a change that adds no files (refs, rollback): apply `change` to the latest metadata
+    and swap it in, re-reading and re-applying it (so its checks see the new state) when another
+    writer won the race, per `commit.retry.*`. A change that returns its input commits nothing."""
+    retries, min_wait, max_wait, total = _retry_settings(table.metadata)
+    deadline = time.monotonic() + total
+    base, attempt = table, 0
+    while True:
+        new_metadata = change(base.metadata)
+        if new_metadata is base.metadata:
+            return base
+        try:
+            return publish_metadata(base, new_metadata)
+        except CommitConflictError:
+            attempt += 1
+            if attempt > retries or time.monotonic() > deadline:
+                raise
+            _back_off(attempt, min_wait, max_wait)
+            base = base.refresh()
+
+
+def _back_off(attempt: int, min_wait: float, max_wait: float) -> None:
+    wait = min(max_wait, min_wait * (2 ** (attempt - 1)))
+    time.sleep(wait * (0.5 + random.random()))
+
+
 def _retry_settings(metadata: TableMetadata) -> tuple[int, float, float, float]:
     p = metadata.property
     return (int(p("commit.retry.num-retries", "4")), int(p("commit.retry.min-wait-ms", "100")) / 1000,
@@ -111,8 +137,7 @@ def commit_update(table: Table, update: SnapshotUpdate) -> Table:
                 if attempt > retries or time.monotonic() > deadline:
                     raise
                 writer.cleanup(keep=added.paths())
-                wait = min(max_wait, min_wait * (2 ** (attempt - 1)))
-                time.sleep(wait * (0.5 + random.random()))
+                _back_off(attempt, min_wait, max_wait)
     except BaseException:
         writer.cleanup()
         raise

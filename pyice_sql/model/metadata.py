@@ -275,6 +275,16 @@ class TableMetadata:
     def current_snapshot(self) -> Snapshot | None:
         return None if self.current_snapshot_id is None else self.snapshot_by_id(self.current_snapshot_id)
 
+    def ancestors(self, snapshot_id: int | None) -> list[Snapshot]:
+        """`snapshot_id`'s snapshot and its parents, newest first, as far as they are kept."""
+        out: list[Snapshot] = []
+        snapshot = self.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
+        while snapshot is not None:
+            out.append(snapshot)
+            parent = snapshot.parent_snapshot_id
+            snapshot = self.snapshot_by_id(parent) if parent is not None else None
+        return out
+
     def snapshot_as_of_timestamp(self, timestamp_ms: int) -> Snapshot | None:
         """The snapshot main pointed at, at `timestamp_ms` (inclusive), per the snapshot log."""
         found: int | None = None
