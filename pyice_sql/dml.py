@@ -33,7 +33,7 @@ from pyice_sql.expr.from_sql import to_predicate
 from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
 from pyice_sql.model.conversions import to_internal
 from pyice_sql.model.manifest import DataFile, FileContent
-from pyice_sql.model.snapshots import Operation
+from pyice_sql.model.snapshots import MAIN_BRANCH, Operation
 from pyice_sql.plan import builder
 from pyice_sql.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.plan.rules.join_type import choose_join
@@ -42,6 +42,7 @@ from pyice_sql.plan.rules.write_mode import choose_write_mode
 from pyice_sql.scan.delete_index import referenced_path
 from pyice_sql.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.scan.reader import read_position_deletes, read_tasks
+from pyice_sql.scan.table_scan import branch_head
 from pyice_sql.spark_schema import schema_to_spark
 from pyice_sql.sql import statements as st
 from pyice_sql.write.data_writer import enforce_not_null, quote, write_data_files
@@ -199,7 +200,8 @@ class RowLevelExecutor:
         task = self.session.progress.task(f"{plan.command} {table.full_name}")
         md = table.metadata
         schema = md.schema()
-        start = md.current_snapshot()
+        branch = plan.target.branch or MAIN_BRANCH
+        start = branch_head(table, branch)
         scan = plan_files(md, table.io, start, plan.scan_filter)
         self.session.last_plan = scan
         task.phase("planning", f"{len(scan.tasks)} of {scan.metrics.data_files_total} data files to scan, "
@@ -279,9 +281,10 @@ class RowLevelExecutor:
             added_data_files=data_files, added_delete_files=delete_files, removed=removed,
             validate=RowLevelValidator(plan.command, plan.scan_filter, _isolation(md, plan.command),
                                        [r.entry.data_file.file_path for r in removed], referenced,
-                                       [(by_path[p].file.spec_id, by_path[p].file.partition) for p in referenced]))
+                                       [(by_path[p].file.spec_id, by_path[p].file.partition) for p in referenced]),
+            branch=branch)
         committed = commit_or_clean(table, update, written)
-        result.snapshot_id = committed.metadata.current_snapshot().snapshot_id
+        result.snapshot_id = committed.metadata.refs[branch].snapshot_id
         task.phase("commit", f"snapshot {result.snapshot_id}")
         return result
 

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from pyice_sql import config, ddl, procedures
+from pyice_sql import refs_ddl
 from pyice_sql.catalog.base import Catalog, Table, TableIdentifier
 from pyice_sql.catalog.hadoop import HadoopCatalog
 from pyice_sql.catalog.sql import SqlCatalog
@@ -32,10 +33,11 @@ from pyice_sql.expr.from_sql import to_predicate
 from pyice_sql.io.fileio import is_local, local_path
 from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, eq
 from pyice_sql.model.conversions import to_internal
+from pyice_sql.model.snapshots import MAIN_BRANCH
 from pyice_sql.progress import Progress
 from pyice_sql.runtime import Runtime, local_session
 from pyice_sql.scan.metadata_tables import metadata_table
-from pyice_sql.scan.table_scan import TimeTravel, scan
+from pyice_sql.scan.table_scan import TimeTravel, branch_head, scan
 from pyice_sql.spark_errors import translate as translate_spark_error
 from pyice_sql.spark_schema import to_spark_type
 from pyice_sql.sql import statements as st
@@ -193,7 +195,7 @@ class IceSession:
         table = self.load_ref(ref)
         if ref.metadata_table:
             return metadata_table(self.spark, table, ref.metadata_table, ref.snapshot_id)
-        travel = TimeTravel(ref.snapshot_id, ref.ref, ref.as_of_timestamp)
+        travel = TimeTravel(ref.snapshot_id, ref.ref, ref.as_of_timestamp, ref.ref_kind)
         df, self.last_plan = scan(self.spark, table, row_filter, travel)
         return df
 
@@ -344,6 +346,12 @@ class IceSession:
     def _do_AlterTableReplacePartitionField(self, stmt: st.AlterTableReplacePartitionField) -> None:
         self._alter(stmt.table, lambda md: ddl.replace_partition_field(md, stmt.old, stmt.new, stmt.name))
 
+    def _do_AlterTableCreateOrReplaceRef(self, stmt: st.AlterTableCreateOrReplaceRef) -> None:
+        refs_ddl.create_or_replace_ref(self.load_ref(stmt.table), stmt)
+
+    def _do_AlterTableDropRef(self, stmt: st.AlterTableDropRef) -> None:
+        refs_ddl.drop_ref(self.load_ref(stmt.table), stmt)
+
     # --- row-level DML ------------------------------------------------------------------------
     def _row_level(self, stmt) -> DataFrame:
         return result_frame(self.spark, RowLevelExecutor(self).run(stmt))
@@ -368,7 +376,7 @@ class IceSession:
             finally:
                 executor.close()
             md = table.metadata
-            metrics = plan_files(md, table.io, md.current_snapshot(), plan.scan_filter).metrics
+            metrics = plan_files(md, table.io, branch_head(table, plan.target.branch), plan.scan_filter).metrics
             text = explain_text(plan, table.full_name, metrics)
         elif isinstance(inner, st.Query):
             df = self.query_frame(inner)
@@ -415,8 +423,9 @@ class IceSession:
         table = self.load_ref(stmt.table)
         df = self._align(table, self.query_frame(stmt.query), stmt.columns, stmt.static_partition)
         df = enforce_not_null(table, df)
+        branch = stmt.table.branch or MAIN_BRANCH
         if not stmt.overwrite:
-            append(self.runtime, table, df)
+            append(self.runtime, table, df, branch)
             return
         mode = self.spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static").lower()
         schema = table.metadata.schema()
@@ -432,9 +441,9 @@ class IceSession:
                 if field is None:
                     raise AnalysisError(f"partition column {k!r} is not in table {table.full_name}")
                 flt = And(flt, eq(field.name, to_internal(field.type, v)))
-            overwrite(self.runtime, table, df, dynamic=False, static_filter=flt)
+            overwrite(self.runtime, table, df, dynamic=False, static_filter=flt, branch=branch)
         else:
-            overwrite(self.runtime, table, df, dynamic=True)
+            overwrite(self.runtime, table, df, dynamic=True, branch=branch)
 
 
 def _like(value: str, pattern: str) -> bool:

@@ -12,18 +12,37 @@ from pyice_sql.errors import AnalysisError, CorruptTableError
 from pyice_sql.io.fileio import LocalFileIO, local_path
 from pyice_sql.expr.predicates import Expression
 from pyice_sql.model.schema import Schema
-from pyice_sql.model.snapshots import Snapshot
+from pyice_sql.model.snapshots import MAIN_BRANCH, Snapshot
 from pyice_sql.scan.planner import ScanPlan, plan_files
 from pyice_sql.scan.reader import read_tasks
 
 
 @dataclass(frozen=True)
 class TimeTravel:
-    """A snapshot id, ref name (branch/tag) or timestamp to read instead of the current state."""
+    """A snapshot id, ref name (branch/tag) or timestamp to read instead of the current state.
+
+    `ref_kind` ('branch' or 'tag') is set when the table name chose the ref (`t.branch_b`), which
+    must then be of that kind; VERSION AS OF 'name' takes either.
+    """
 
     snapshot_id: int | None = None
     ref: str | None = None
     timestamp: str | int | None = None
+    ref_kind: str | None = None
+
+
+def branch_head(table: Table, branch: str | None) -> Snapshot | None:
+    """The snapshot a write to `branch` (None: main) builds on; the branch must exist unless main."""
+    md = table.metadata
+    if branch is None or branch == MAIN_BRANCH:
+        return md.current_snapshot()
+    ref = md.refs.get(branch)
+    if ref is None:
+        raise AnalysisError(f"table {table.full_name} has no branch {branch!r} (create it with "
+                            f"ALTER TABLE ... CREATE BRANCH {branch})")
+    if not ref.is_branch:
+        raise AnalysisError(f"{branch!r} is a tag of table {table.full_name}, not a branch: tags are read-only")
+    return md.snapshot_by_id(ref.snapshot_id)
 
 
 def parse_timestamp_ms(value: str | int) -> int:
@@ -53,9 +72,14 @@ def select_snapshot(table: Table, travel: TimeTravel | None) -> tuple[Snapshot |
             raise AnalysisError(f"table {table.full_name} has no snapshot {travel.snapshot_id}")
     elif travel.ref is not None:
         ref = md.refs.get(travel.ref)
-        if ref is None:
-            raise AnalysisError(f"table {table.full_name} has no branch or tag {travel.ref!r}")
+        if travel.ref_kind == "branch":
+            return branch_head(table, travel.ref), md.schema()
+        if ref is None or (travel.ref_kind == "tag" and ref.is_branch):
+            what = "tag" if travel.ref_kind == "tag" else "branch or tag"
+            raise AnalysisError(f"table {table.full_name} has no {what} {travel.ref!r}")
         snap = md.snapshot_by_id(ref.snapshot_id)
+        if ref.is_branch:  # a branch is read with the table's schema, a tag with its snapshot's (as Iceberg)
+            return snap, md.schema()
     else:
         ms = parse_timestamp_ms(travel.timestamp)
         snap = md.snapshot_as_of_timestamp(ms)

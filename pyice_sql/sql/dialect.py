@@ -58,6 +58,21 @@ class ReplacePartitionField(exp.Expression):
     arg_types = {"this": True, "expression": True, "alias": False}
 
 
+class RefAction(exp.Expression):
+    """ALTER TABLE t CREATE [OR REPLACE] | REPLACE BRANCH|TAG name [IF NOT EXISTS] [AS OF VERSION n]
+    [RETAIN n unit] [WITH SNAPSHOT RETENTION [n SNAPSHOTS] [n unit]]: `kind` is BRANCH or TAG;
+    `retain` and `max_snapshot_age` are (number, unit) tuples, `min_snapshots` a number."""
+
+    arg_types = {"this": True, "kind": True, "create": False, "replace": False, "exists": False,
+                 "snapshot_id": False, "retain": False, "min_snapshots": False, "max_snapshot_age": False}
+
+
+class DropRef(exp.Expression):
+    """ALTER TABLE t DROP BRANCH|TAG [IF EXISTS] name."""
+
+    arg_types = {"this": True, "kind": True, "exists": False}
+
+
 class AlterColumnAction(exp.Expression):
     """ALTER TABLE t ALTER [COLUMN] path (TYPE t | COMMENT 'c' | SET/DROP NOT NULL | FIRST | AFTER c)."""
 
@@ -65,6 +80,8 @@ class AlterColumnAction(exp.Expression):
 
 
 _NAMESPACE_WORDS = ("DATABASE", "SCHEMA", "NAMESPACE")
+_REF_KINDS = ("BRANCH", "TAG")
+_TIME_UNITS = ("DAYS", "HOURS", "MINUTES")
 _EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
 
 
@@ -89,10 +106,13 @@ class PyIceSparkParser(SparkParser):
         **SparkParser.ALTER_PARSERS,
         "ADD": lambda self: self._parse_partition_field_action("ADD")
         or self._parse_alter_table_add(),
-        "DROP": lambda self: self._parse_partition_field_action("DROP")
+        "DROP": lambda self: self._parse_drop_ref()
+        or self._parse_partition_field_action("DROP")
         or self._parse_alter_table_drop(),
-        "REPLACE": lambda self: self._parse_partition_field_action("REPLACE")
+        "REPLACE": lambda self: self._parse_ref_action(create=False)
+        or self._parse_partition_field_action("REPLACE")
         or self._parse_alter_table_replace_columns(),
+        "CREATE": lambda self: self._parse_create_ref(),
         "UNSET": lambda self: self._parse_unset_properties(),
     }
 
@@ -219,6 +239,64 @@ class PyIceSparkParser(SparkParser):
         if column is None:
             self.raise_error("Expecting a partition transform or column")
         return column  # type: ignore[return-value]
+
+    def _parse_create_ref(self) -> RefAction:
+        """After ALTER TABLE t CREATE: `OR REPLACE BRANCH|TAG ...` or `BRANCH|TAG [IF NOT EXISTS] ...`."""
+        if self._match(TokenType.OR):
+            if not self._match(TokenType.REPLACE):
+                self.raise_error("Expecting REPLACE")
+            action = self._parse_ref_action(create=True)
+        else:
+            action = self._parse_ref_action(create=True, replace=False)
+        if action is None:
+            self.raise_error("Expecting BRANCH or TAG")
+        return action  # type: ignore[return-value]
+
+    def _parse_ref_action(self, create: bool, replace: bool = True) -> RefAction | None:
+        if not self._match_texts(_REF_KINDS):
+            return None
+        kind = self._prev.text.upper()
+        exists = not replace and self._parse_exists(not_=True)
+        name = self._parse_id_var(any_token=True)
+        if name is None:
+            self.raise_error(f"Expecting a {kind.lower()} name")
+        args: dict[str, object] = {"this": name, "kind": kind, "create": create, "replace": replace,
+                                   "exists": bool(exists)}
+        if self._match_text_seq("AS", "OF", "VERSION"):
+            args["snapshot_id"] = self._parse_ref_number()
+        if self._match_text_seq("RETAIN"):
+            args["retain"] = (self._parse_ref_number(), self._parse_time_unit())
+        if kind == "BRANCH" and self._match_text_seq("WITH", "SNAPSHOT", "RETENTION"):
+            number = self._parse_ref_number()
+            if self._match_text_seq("SNAPSHOTS"):
+                args["min_snapshots"] = number
+                number = self._parse_number()
+            if number is not None:
+                args["max_snapshot_age"] = (number, self._parse_time_unit())
+        if self._curr is not None and self._curr.token_type not in (TokenType.SEMICOLON, TokenType.SENTINEL):
+            self.raise_error(f"Unexpected {self._curr.text!r} in {kind} options")
+        return self.expression(RefAction(**args))
+
+    def _parse_ref_number(self) -> exp.Expr:
+        number = self._parse_number()
+        if number is None:
+            self.raise_error("Expecting a number")
+        return number  # type: ignore[return-value]
+
+    def _parse_time_unit(self) -> str:
+        if not self._match_texts(_TIME_UNITS):
+            self.raise_error("Expecting DAYS, HOURS or MINUTES")
+        return self._prev.text.upper()
+
+    def _parse_drop_ref(self) -> DropRef | None:
+        if not self._match_texts(_REF_KINDS):
+            return None
+        kind = self._prev.text.upper()
+        exists = self._parse_exists()
+        name = self._parse_id_var(any_token=True)
+        if name is None:
+            self.raise_error(f"Expecting a {kind.lower()} name")
+        return self.expression(DropRef(this=name, kind=kind, exists=bool(exists)))
 
     def _parse_alter_table_alter(self) -> exp.Expr | None:
         self._match(TokenType.COLUMN)

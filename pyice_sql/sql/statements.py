@@ -28,8 +28,8 @@ from sqlglot.errors import TokenError
 
 from pyice_sql.errors import ParseError, SqlPosition, UnsupportedError
 from pyice_sql.sql.dialect import (
-    AddPartitionField, AlterColumnAction, CallProcedure, DropPartitionField, ExplainStatement,
-    PyIceSpark, ReplacePartitionField, ShowObjects, UnsetTableProperties,
+    AddPartitionField, AlterColumnAction, CallProcedure, DropPartitionField, DropRef, ExplainStatement,
+    PyIceSpark, RefAction, ReplacePartitionField, ShowObjects, UnsetTableProperties,
 )
 
 METADATA_TABLES = frozenset({
@@ -54,6 +54,9 @@ _OUR_KEYWORDS = frozenset({
     "DESCRIBE", "SHOW", "CALL", "EXPLAIN", "VALUES", "FROM", "TABLE", "REPLACE", "(",
 })
 _NAME = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
+# Iceberg's Spark catalog reads `db.t.branch_b` / `db.t.tag_t` as table t at branch b / tag t.
+_REF_SELECTOR = re.compile(r"(branch|tag)_(.+)", re.IGNORECASE | re.DOTALL)
+_TIME_UNIT_MS = {"DAYS": 86_400_000, "HOURS": 3_600_000, "MINUTES": 60_000}
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class TableRef:
 
     `snapshot_id`/`ref` come from VERSION AS OF (a number, or a branch/tag name) and
     `as_of_timestamp` from TIMESTAMP AS OF: a string literal's text, else the expression's SQL.
+    A `branch_<b>` / `tag_<t>` name part sets `ref` and `ref_kind` ('branch' or 'tag'); a branch
+    named so is also a write target (the write commits to that branch).
     """
 
     catalog: str | None
@@ -73,6 +78,12 @@ class TableRef:
     as_of_timestamp: str | None = None
     ref: str | None = None
     position: SqlPosition | None = field(default=None, compare=False)
+    ref_kind: str | None = None
+
+    @property
+    def branch(self) -> str | None:
+        """The branch a write to this table commits to (None: main)."""
+        return self.ref if self.ref_kind == "branch" else None
 
     @property
     def qualified_name(self) -> str:
@@ -281,6 +292,36 @@ class AlterTableRename(Statement):
     table: TableRef
     new_namespace: tuple[str, ...]
     new_name: str
+
+
+@dataclass(frozen=True)
+class AlterTableCreateOrReplaceRef(Statement):
+    """CREATE [OR REPLACE] / REPLACE BRANCH|TAG, as Iceberg's Spark extensions define it.
+
+    `kind` is 'branch' or 'tag'; the retention values are in milliseconds (min_snapshots_to_keep a
+    count), None when the statement does not set them.
+    """
+
+    table: TableRef
+    kind: str
+    name: str
+    create: bool
+    replace: bool
+    if_not_exists: bool = False
+    snapshot_id: int | None = None
+    max_ref_age_ms: int | None = None
+    min_snapshots_to_keep: int | None = None
+    max_snapshot_age_ms: int | None = None
+    position: SqlPosition | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class AlterTableDropRef(Statement):
+    table: TableRef
+    kind: str
+    name: str
+    if_exists: bool = False
+    position: SqlPosition | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -555,7 +596,8 @@ class _Parser:
             return None
         if len(parts) >= 2 and self.is_pyice_catalog(parts[0]):
             catalog, rest = parts[0], parts[1:]
-        elif len(parts) <= 2 or (len(parts) == 3 and parts[2].lower() in METADATA_TABLES):
+        elif len(parts) <= 2 or (len(parts) == 3 and (parts[2].lower() in METADATA_TABLES
+                                                       or _REF_SELECTOR.fullmatch(parts[2]))):
             if not self.default_is_pyice:
                 return None
             if len(parts) == 1 and (parts[0].lower() in self.cte_names or self.is_temp_view(parts[0])):
@@ -566,8 +608,9 @@ class _Parser:
         else:
             return None
         metadata = None
-        if len(rest) >= 3 and rest[-1].lower() in METADATA_TABLES:
-            metadata, rest = rest[-1].lower(), rest[:-1]
+        if len(rest) >= 3 and (rest[-1].lower() in METADATA_TABLES or _REF_SELECTOR.fullmatch(rest[-1])):
+            metadata, rest = rest[-1], rest[:-1]
+            metadata = metadata.lower() if metadata.lower() in METADATA_TABLES else metadata
         return catalog, tuple(rest[:-1]), rest[-1], metadata
 
     def resolve_namespace(self, parts: list[str]) -> tuple[str, tuple[str, ...]] | None:
@@ -588,8 +631,14 @@ class _Parser:
         if resolved is None:
             return None
         catalog, namespace, name, metadata = resolved
-        snapshot_id = as_of = ref = None
+        snapshot_id = as_of = ref = ref_kind = None
+        selector = _REF_SELECTOR.fullmatch(metadata) if metadata else None
+        if selector:
+            metadata, ref_kind, ref = None, selector.group(1).lower(), selector.group(2)
         version = table.args.get("version")
+        if version is not None and selector:
+            raise self.error(f"cannot time travel {'.'.join(p.name for p in table.parts)}: it already "
+                             f"names {ref_kind} {ref!r}", table)
         if version is not None:
             value = version.expression
             if version.name == "VERSION":
@@ -605,16 +654,20 @@ class _Parser:
             else:
                 as_of = value.sql(dialect=_DIALECT)
         return TableRef(catalog, namespace, name, table.alias or None, metadata, snapshot_id, as_of, ref,
-                        position_of(table))
+                        position_of(table), ref_kind)
 
     def target_ref(self, table: exp.Expression | None) -> TableRef | None:
-        """A table a statement writes: only plain tables (no metadata table, no time travel)."""
+        """A table a statement writes: a plain table or one of its branches (no metadata table,
+        tag or time travel)."""
         if not isinstance(table, exp.Table):
             return None
         ref = self.read_ref(table)
         if ref is not None and ref.metadata_table:
             raise self.error(f"cannot write to metadata table {ref.qualified_name}.{ref.metadata_table}", table)
-        if ref is not None and (ref.snapshot_id or ref.as_of_timestamp or ref.ref):
+        if ref is not None and ref.ref_kind == "tag":
+            raise self.error(f"cannot write to tag {ref.ref!r} of {ref.qualified_name}: tags are read-only "
+                             "(write to a branch, `branch_<name>`)", table)
+        if ref is not None and (ref.snapshot_id or ref.as_of_timestamp or (ref.ref and not ref.branch)):
             raise self.error(f"cannot write to a time-travel version of {ref.qualified_name}", table)
         return ref
 
@@ -951,12 +1004,35 @@ class _Parser:
             alias = action.args.get("alias")
             return AlterTableReplacePartitionField(table, self.transform(action.this),
                                                    self.transform(action.expression), alias.name if alias else None)
+        if isinstance(action, RefAction):
+            return self.ref_action(table, action)
+        if isinstance(action, DropRef):
+            return AlterTableDropRef(table, action.args["kind"].lower(), action.this.name,
+                                     bool(action.args.get("exists")), position_of(action) or table.position)
         if isinstance(action, exp.AlterRename):
             parts = [p.name for p in action.this.parts]
             if len(parts) > 1 and parts[0] == table.catalog:
                 parts = parts[1:]
             return AlterTableRename(table, tuple(parts[:-1]), parts[-1])
         raise self.unsupported(f"ALTER TABLE {action.sql(dialect=_DIALECT)}", action)
+
+    def ref_action(self, table: TableRef, action: RefAction) -> AlterTableCreateOrReplaceRef:
+        def number(node: exp.Expression | None) -> int | None:
+            if node is None:
+                return None
+            if not (isinstance(node, exp.Literal) and re.fullmatch(r"-?\d+", node.name)):
+                raise self.error(f"expected a whole number, got {node.sql(dialect=_DIALECT)}", node)
+            return int(node.name)
+
+        def millis(pair: tuple[exp.Expression, str] | None) -> int | None:
+            return None if pair is None else number(pair[0]) * _TIME_UNIT_MS[pair[1]]
+
+        args = action.args
+        return AlterTableCreateOrReplaceRef(
+            table, args["kind"].lower(), action.this.name, bool(args.get("create")), bool(args.get("replace")),
+            bool(args.get("exists")), number(args.get("snapshot_id")), millis(args.get("retain")),
+            number(args.get("min_snapshots")), millis(args.get("max_snapshot_age")),
+            position_of(action) or table.position)
 
     def dropped_columns(self, action: exp.Drop) -> list[tuple[str, ...]]:
         if (action.args.get("kind") or "").upper() not in ("COLUMN", "COLUMNS"):

@@ -15,9 +15,10 @@ from pyice_sql.errors import AnalysisError
 from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
 from pyice_sql.expr.predicates import AlwaysTrue, Expression
 from pyice_sql.model.manifest import DataFile
-from pyice_sql.model.snapshots import Operation
+from pyice_sql.model.snapshots import MAIN_BRANCH, Operation
 from pyice_sql.runtime import Runtime
 from pyice_sql.scan.planner import plan_files
+from pyice_sql.scan.table_scan import branch_head
 from pyice_sql.write.data_writer import write_data_files
 
 
@@ -39,28 +40,26 @@ def commit_or_clean(table: Table, update: SnapshotUpdate, written: list[DataFile
         raise
 
 
-def _start_id(table: Table) -> int | None:
-    snap = table.metadata.current_snapshot()
-    return snap.snapshot_id if snap else None
-
-
-def append(rt: Runtime, table: Table, df: DataFrame) -> WriteResult:
+def append(rt: Runtime, table: Table, df: DataFrame, branch: str = MAIN_BRANCH) -> WriteResult:
+    head = branch_head(table, branch)
     files = write_data_files(df, rt.write_context(table))
     if not files:
         return WriteResult(table, 0, 0)
-    update = SnapshotUpdate(Operation.APPEND, _start_id(table), added_data_files=files)
+    update = SnapshotUpdate(Operation.APPEND, head.snapshot_id if head else None, added_data_files=files,
+                            branch=branch)
     committed = commit_or_clean(table, update, files)
     return WriteResult(committed, len(files), sum(f.record_count for f in files))
 
 
 def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
-              static_filter: Expression | None = None) -> WriteResult:
+              static_filter: Expression | None = None, branch: str = MAIN_BRANCH) -> WriteResult:
     """INSERT OVERWRITE: replace the partitions the new rows land in (dynamic), or the rows that
     match `static_filter` (static; the whole table when None), as Spark's modes define."""
-    start = _start_id(table)
+    head = branch_head(table, branch)
+    start = head.snapshot_id if head else None
     files = write_data_files(df, rt.write_context(table))
     try:
-        plan = plan_files(table.metadata, table.io, table.metadata.current_snapshot())
+        plan = plan_files(table.metadata, table.io, head)
         if dynamic:
             spec_id = table.metadata.default_spec_id
             targets = {f.partition for f in files}
@@ -79,7 +78,8 @@ def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
     if not files and not removed:
         return WriteResult(table, 0, 0)
     op = Operation.OVERWRITE if removed else Operation.APPEND
-    update = SnapshotUpdate(op, start, added_data_files=files, removed=removed, summary_extra=extra)
+    update = SnapshotUpdate(op, start, added_data_files=files, removed=removed, summary_extra=extra,
+                            branch=branch)
     committed = commit_or_clean(table, update, files)
     return WriteResult(committed, len(files), sum(f.record_count for f in files),
                        sum(1 for r in removed if r.entry.data_file.content == 0))
