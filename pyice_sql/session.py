@@ -9,6 +9,7 @@ on top of Iceberg reads.
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 import os
@@ -43,7 +44,7 @@ from pyice_sql.spark_schema import to_spark_type
 from pyice_sql.sql import statements as st
 from pyice_sql.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.write.data_writer import enforce_not_null, quote
-from pyice_sql.write.operations import append, overwrite
+from pyice_sql.write.operations import append, overwrite, replace_table
 
 _view_ids = itertools.count()
 
@@ -285,15 +286,9 @@ class IceSession:
             if not stmt.replace:
                 raise TableAlreadyExistsError(f"table {catalog_name}.{ident} already exists",
                                               position=stmt.table.position)
-            raise UnsupportedError("CREATE OR REPLACE TABLE on an existing table is not supported yet",
-                                   position=stmt.table.position)
+            return self._replace_table(catalog.load_table(ident), stmt)
         source = self.query_frame(stmt.as_select) if stmt.as_select is not None else None
-        if stmt.columns:
-            struct = ddl.columns_to_struct(stmt.columns)
-        elif source is not None:
-            struct = source.schema
-        else:
-            raise AnalysisError("CREATE TABLE needs columns or AS SELECT", position=stmt.table.position)
+        struct = self._new_table_struct(stmt, source)
         location = stmt.location or catalog.default_location(ident)
         md = ddl.create_metadata(struct, stmt.partitioning, location, stmt.properties)
         table = catalog.create_table(ident, md)
@@ -302,6 +297,30 @@ class IceSession:
         return None
 
     def _do_DropTable(self, stmt: st.DropTable) -> None:
+    @staticmethod
+    def _new_table_struct(stmt: st.CreateTable, source: DataFrame | None):
+        if stmt.columns:
+            return ddl.columns_to_struct(stmt.columns)
+        if source is not None:
+            return source.schema
+        raise AnalysisError("CREATE TABLE needs columns or AS SELECT", position=stmt.table.position)
+
+    def _replace_table(self, table: Table, stmt: st.CreateTable) -> None:
+        """CREATE OR REPLACE TABLE: new schema, spec and rows in one commit; history is kept."""
+        if stmt.location and stmt.location.rstrip("/") != table.metadata.location:
+            raise UnsupportedError(f"CREATE OR REPLACE TABLE cannot move {table.full_name} to another location",
+                                   position=stmt.table.position)
+        source = self.query_frame(stmt.as_select) if stmt.as_select is not None else None
+        struct = self._new_table_struct(stmt, source)
+
+        def change(metadata):
+            return ddl.replace_metadata(metadata, struct, stmt.partitioning, stmt.properties)
+
+        rows = None
+        if source is not None:
+            rows = self._align(dataclasses.replace(table, metadata=change(table.metadata)), source, None)
+        replace_table(self.runtime, table, change, rows)
+
         catalog_name, ident = self._ref_ident(stmt.table)
         try:
             self.catalogs[catalog_name].drop_table(ident, purge=stmt.purge)

@@ -59,6 +59,9 @@ class SnapshotUpdate:
     replaced_manifests: frozenset[str] = frozenset()
     added_manifests: list[ManifestFile] = field(default_factory=list)
 
+    # a metadata change applied to each attempt's base before the snapshot is added (CREATE OR
+    # REPLACE TABLE AS SELECT: new schema and spec, main cleared), so both land in one commit
+    prepare: Callable[[TableMetadata], TableMetadata] | None = None
 
 def snapshots_since(metadata: TableMetadata, start_id: int | None, branch: str = "main") -> list[Snapshot]:
     """Snapshots on `branch` committed after `start_id`, oldest first."""
@@ -182,7 +185,7 @@ class _AddedManifests:
 
 def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _AddedManifests,
            snapshot_id: int, attempt: int) -> TableMetadata:
-    metadata = base.metadata
+    metadata = update.prepare(base.metadata) if update.prepare is not None else base.metadata
     ref = metadata.refs.get(update.branch)
     parent = metadata.snapshot_by_id(ref.snapshot_id) if ref is not None else None
     sequence_number = metadata.next_sequence_number()

@@ -1,20 +1,23 @@
-"""Table writes that add data: append (INSERT INTO) and overwrite (INSERT OVERWRITE).
+"""Table writes that add data: append (INSERT INTO), overwrite (INSERT OVERWRITE) and replace
+(CREATE OR REPLACE TABLE).
 
 Each one writes its data files first and then commits one snapshot; if the commit fails for
 good, the files it wrote are deleted so nothing half-done is left visible or referenced.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 from pyspark.sql import DataFrame
 
 from pyice_sql.catalog.base import Table
-from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate, commit_update
-from pyice_sql.errors import AnalysisError
+from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate, commit_update, update_metadata
+from pyice_sql.errors import AnalysisError, ValidationError
 from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
 from pyice_sql.expr.predicates import AlwaysTrue, Expression
 from pyice_sql.model.manifest import DataFile
+from pyice_sql.model.metadata import TableMetadata
 from pyice_sql.model.snapshots import MAIN_BRANCH, Operation
 from pyice_sql.runtime import Runtime
 from pyice_sql.scan.planner import plan_files
@@ -47,6 +50,27 @@ def append(rt: Runtime, table: Table, df: DataFrame, branch: str = MAIN_BRANCH) 
         return WriteResult(table, 0, 0)
     update = SnapshotUpdate(Operation.APPEND, head.snapshot_id if head else None, added_data_files=files,
                             branch=branch)
+    committed = commit_or_clean(table, update, files)
+    return WriteResult(committed, len(files), sum(f.record_count for f in files))
+
+
+def replace_table(rt: Runtime, table: Table, change: Callable[[TableMetadata], TableMetadata],
+                  df: DataFrame | None) -> WriteResult:
+    """CREATE OR REPLACE TABLE [AS SELECT]: `change` (the replacement metadata) and the new rows
+    commit together as one snapshot with no parent, so no reader sees the table empty between."""
+    replaced = replace(table, metadata=change(table.metadata))
+    files = write_data_files(df, rt.write_context(replaced)) if df is not None else []
+    if not files:
+        return WriteResult(update_metadata(table, change), 0, 0)
+
+    def prepare(metadata: TableMetadata) -> TableMetadata:
+        new = change(metadata)
+        if new.schema().fields != replaced.metadata.schema().fields or new.spec() != replaced.metadata.spec():
+            raise ValidationError(f"table {table.full_name} changed schema or partitioning during "
+                                  "CREATE OR REPLACE TABLE; run it again")
+        return new
+
+    update = SnapshotUpdate(Operation.OVERWRITE, None, added_data_files=files, prepare=prepare)  # as Java
     committed = commit_or_clean(table, update, files)
     return WriteResult(committed, len(files), sum(f.record_count for f in files))
 

@@ -484,3 +484,16 @@ def test_java_writes_into_our_table(world):
     assert_same_rows(sort_rows(ours + [[200, "pyice again", "2024-01-04T00:00:00.000000", "200.00"]]), after,
                      "pyice append after Java's commits")
     assert_peers_read(f"{warehouse}/db/ours", after)
+
+
+@scenario("replaced", wheres=["id = 3", "x = '4'", "y IS NULL"])
+def build_replaced(ice):
+    """CREATE OR REPLACE TABLE AS SELECT: new schema (reused and new column ids) and a new spec."""
+    ice.sql("CREATE TABLE local.db.replaced (id bigint, s string, x int) USING iceberg PARTITIONED BY (s)")
+    ice.sql("INSERT INTO local.db.replaced VALUES (1, 'a', 1), (2, 'b', 2), (3, 'a', 3), (4, 'c', 4)")
+    ice.sql("CREATE OR REPLACE TABLE local.db.replaced USING iceberg PARTITIONED BY (bucket(2, id)) AS "
+            "SELECT id, CAST(x AS string) AS x, IF(id = 2, NULL, 'n') AS y FROM local.db.replaced")
+
+
+def test_replaced_table(world):
+    check_readers(world, "replaced")
