@@ -7,8 +7,10 @@ new snapshot, which commits through the snapshot producer. Iceberg's rules kept 
   - rollback moves main only to an ancestor of the current snapshot (by id, or the newest one
     older than a timestamp); set_current_snapshot takes any snapshot, or a ref's;
   - cherry-pick fast-forwards main when the picked snapshot's parent is main's head; otherwise an
-    append is re-applied as a new snapshot (summary `source-snapshot-id`), refused when the
-    snapshot is already an ancestor or was picked before; other operations can only fast-forward;
+    append, or a dynamic partition overwrite (`replace-partitions`) based on an ancestor of main
+    whose partitions main has not written to since, is re-applied as a new snapshot (summary
+    `source-snapshot-id`), refused when the snapshot is already an ancestor or was picked
+    before; other operations can only fast-forward;
   - fast_forward moves a branch to a ref's snapshot only when the branch head is its ancestor.
 """
 from __future__ import annotations
@@ -17,17 +19,19 @@ import dataclasses
 from typing import Any, Sequence
 
 from pyice_sql.catalog.base import Table
-from pyice_sql.commit.producer import SnapshotUpdate, commit_update, update_metadata
+from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate, commit_update, update_metadata
 from pyice_sql.commit.validation import changes_of
 from pyice_sql.errors import AnalysisError, ValidationError
 from pyice_sql.model.metadata import TableMetadata
 from pyice_sql.model.snapshots import Operation, Snapshot, SnapshotRef
 from pyice_sql.procedures.arguments import session_time_zone, timestamp_ms
 from pyice_sql.procedures.registry import Parameter, ProcedureContext, procedure
+from pyice_sql.scan.planner import plan_files
 
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"
 WAP_ID = "wap.id"
 PUBLISHED_WAP_ID = "published-wap-id"
+REPLACE_PARTITIONS = "replace-partitions"
 
 
 def _snapshot_id(value: Any, procedure_name: str) -> int:
@@ -111,28 +115,73 @@ def check_pickable(md: TableMetadata, table: str, picked: Snapshot) -> None:
                               f"id {wap_id!r} was already published")
 
 
+def _is_dynamic_overwrite(snapshot: Snapshot) -> bool:
+    return snapshot.operation == Operation.OVERWRITE and snapshot.summary.get(REPLACE_PARTITIONS) == "true"
+
+
+def check_replaced_partitions(table: Table, picked: Snapshot, partitions: set) -> None:
+    """A picked dynamic overwrite must be based on an ancestor of main, and main must not have
+    added files to the partitions it replaces since that base."""
+    md = table.metadata
+    base = picked.parent_snapshot_id
+    since = []
+    for s in md.ancestors(md.current_snapshot_id):
+        if s.snapshot_id == base:
+            break
+        since.append(s)
+    else:
+        if base is not None:
+            raise ValidationError(f"cannot cherry-pick overwrite {picked.snapshot_id} into table {table.full_name}: "
+                                  f"it is based on {base}, which is not an ancestor of the current snapshot")
+    for s in since:
+        for f in changes_of(table, s).added_data:
+            if (f.spec_id, f.partition) in partitions:
+                raise ValidationError(f"cannot cherry-pick overwrite {picked.snapshot_id} into table "
+                                      f"{table.full_name}: snapshot {s.snapshot_id} changed partition {f.partition} "
+                                      "it replaces")
+
+
 def cherrypick(table: Table, snapshot_id: int) -> Table:
     """Apply snapshot `snapshot_id`'s change to main (see the module docstring)."""
     md = table.metadata
     picked = md.snapshot_by_id(snapshot_id)
     if picked is None:
         raise ValidationError(f"cannot cherry-pick unknown snapshot {snapshot_id} of table {table.full_name}")
-    if picked.operation != Operation.APPEND or can_fast_forward(md, picked):
+    reapply = picked.operation == Operation.APPEND or _is_dynamic_overwrite(picked)
+    if not reapply or can_fast_forward(md, picked):
         def fast_forward(latest: TableMetadata) -> TableMetadata:
             if not can_fast_forward(latest, picked):
                 raise ValidationError(
                     f"cannot cherry-pick snapshot {snapshot_id} ({picked.operation}) into table {table.full_name}: "
-                    f"only an append can be re-applied, and main's head {latest.current_snapshot_id} is not its "
-                    f"parent {picked.parent_snapshot_id}, so it cannot fast-forward")
+                    f"only an append or a dynamic overwrite can be re-applied, and main's head "
+                    f"{latest.current_snapshot_id} is not its parent {picked.parent_snapshot_id}, so it cannot "
+                    "fast-forward")
             return latest.set_current_snapshot(snapshot_id)
         return update_metadata(table, fast_forward)
     check_pickable(md, table.full_name, picked)
+    changes = changes_of(table, picked)
+    removed: list[RemovedFile] = []
+    partitions: set = set()
+    if _is_dynamic_overwrite(picked):
+        partitions = {(f.spec_id, f.partition) for f in changes.added_data}
+        check_replaced_partitions(table, picked, partitions)
+        live = {t.file.file_path: t for t in plan_files(md, table.io, md.current_snapshot()).tasks}
+        missing = [f.file_path for f in changes.removed_data if f.file_path not in live]
+        if missing:
+            raise ValidationError(f"cannot cherry-pick overwrite {snapshot_id} into table {table.full_name}: files it "
+                                  f"removed are no longer in the table: {missing[:3]}")
+        removed = [RemovedFile(live[f.file_path].entry, live[f.file_path].manifest_path) for f in changes.removed_data]
     extra = {SOURCE_SNAPSHOT_ID: str(snapshot_id)}
     if WAP_ID in picked.summary:
         extra[PUBLISHED_WAP_ID] = picked.summary[WAP_ID]
-    update = SnapshotUpdate(Operation.APPEND, md.current_snapshot_id,
-                            added_data_files=changes_of(table, picked).added_data, summary_extra=extra,
-                            validate=lambda latest, _: check_pickable(latest.metadata, table.full_name, picked))
+
+    def validate(latest: Table, _) -> None:
+        check_pickable(latest.metadata, table.full_name, picked)
+        if partitions:
+            check_replaced_partitions(latest, picked, partitions)
+
+    update = SnapshotUpdate(picked.operation, md.current_snapshot_id, added_data_files=changes.added_data,
+                            removed=removed, summary_extra=extra, validate=validate)
     return commit_update(table, update)
 
 

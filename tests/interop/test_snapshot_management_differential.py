@@ -1,7 +1,7 @@
 """Snapshot management procedures, branch/tag DDL and branch writes, differentially against Iceberg Java.
 
 pyice_sql builds a table with a shared history (two appends on main, an append on branch
-`audit`, another append and a delete on main), then its metadata folder is copied to a second
+`audit`, another append and a delete on main, a dynamic partition overwrite on branch `ow`), then its metadata folder is copied to a second
 table (`java.t`; the copy's files stay where the original's are). The same steps then run on both:
 pyice on `ours.t`, Iceberg Java 1.10.2 (one warm JVM for the module) on `java.t`. Steps name
 snapshots of the shared history by id, so rollback / set-current / cherry-pick / fast-forward
@@ -40,6 +40,8 @@ SETUP = [
     "INSERT INTO local.ours.t.branch_audit VALUES (4, 'c', 4)",                 # S3, parent S2, on audit
     "INSERT INTO local.ours.t VALUES (5, 'b', 5)",                              # S4, parent S2
     "DELETE FROM local.ours.t WHERE id = 1",                                    # S5, parent S4
+    "ALTER TABLE local.ours.t CREATE BRANCH ow AS OF VERSION {S4}",
+    "INSERT OVERWRITE local.ours.t.branch_ow VALUES (8, 'b', 8)",               # S6: dynamic, parent S4, on ow
 ]
 
 
@@ -51,6 +53,8 @@ class Step:
 
 STEPS = [
     Step("ALTER TABLE {t} CREATE TAG before_rb AS OF VERSION {S4} RETAIN 10 DAYS"),
+    Step("CALL {c}.system.cherrypick_snapshot('{ns}.t', {S6})"),                 # dynamic overwrite re-applied
+    Step("CALL {c}.system.cherrypick_snapshot('{ns}.t', {S6})", error=True),    # already picked
     Step("CALL {c}.system.rollback_to_snapshot('{ns}.t', {S2})"),
     Step("CALL {c}.system.rollback_to_snapshot('{ns}.t', {S5})", error=True),  # not an ancestor any more
     Step("CALL {c}.system.cherrypick_snapshot('{ns}.t', {S4})"),                 # parent is main: fast-forward
@@ -154,10 +158,15 @@ def world(spark, tmp_path_factory):
     ice = pyice_sql.connect(spark, warehouse=str(warehouse))
     ice.sql("CREATE NAMESPACE local.ours")
     ice.sql("CREATE NAMESPACE local.java")
-    for sql in SETUP:
-        ice.sql(sql)
-    snaps = [r.snapshot_id for r in ice.sql("SELECT snapshot_id FROM local.ours.t.snapshots").collect()]
-    assert len(snaps) == 5
+    mode = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        for sql in SETUP:
+            ice.sql(sql.format(S4=_snapshot_ids(ice)[3] if "{S4}" in sql else None))
+    finally:
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", mode)
+    snaps = _snapshot_ids(ice)
+    assert len(snaps) == 6
     ts4 = next(r.committed_at for r in ice.sql("SELECT committed_at, snapshot_id FROM local.ours.t.snapshots").collect()
                if r.snapshot_id == snaps[3])
     ids = {f"S{i + 1}": sid for i, sid in enumerate(snaps)}
@@ -165,6 +174,10 @@ def world(spark, tmp_path_factory):
     shutil.copytree(warehouse / "ours" / "t" / "metadata", warehouse / "java" / "t" / "metadata")
     yield World(ice, warehouse, ids, java)
     java.close()
+
+
+def _snapshot_ids(ice) -> list[int]:
+    return [r.snapshot_id for r in ice.sql("SELECT snapshot_id FROM local.ours.t.snapshots").collect()]
 
 
 def _ice_state(w: World, t: str) -> dict:
@@ -239,7 +252,7 @@ def test_the_ref_json_pyice_writes_is_what_java_writes(world):
         return json.loads(last.read_text())["refs"]
 
     ours, theirs = refs_json(world.warehouse / "ours" / "t" / "metadata"), refs_json(world.warehouse / "java" / "t" / "metadata")
-    assert set(ours) == set(theirs) == {"main", "dev", "fresh"}
+    assert set(ours) == set(theirs) == {"main", "dev", "fresh", "ow"}
     for name in ours:
         assert ({k: v for k, v in ours[name].items() if k != "snapshot-id"}
                 == {k: v for k, v in theirs[name].items() if k != "snapshot-id"}), name
