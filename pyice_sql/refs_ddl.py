@@ -5,7 +5,9 @@ current snapshot; REPLACE keeps the ref's retention unless the statement sets it
 existing name fails unless IF NOT EXISTS (which then changes nothing); a branch created on a table
 without snapshots gets an empty snapshot of its own. Retention lands in the ref's JSON as
 `max-ref-age-ms` (RETAIN), `min-snapshots-to-keep` and `max-snapshot-age-ms` (WITH SNAPSHOT
-RETENTION); tags carry only the first. Every change is one compare-and-swap commit.
+RETENTION); tags carry only the first. Every change is one compare-and-swap commit, except a
+branch with retention created on an empty table: its empty snapshot commits first, then the
+retention (the branch briefly exists without it).
 """
 from __future__ import annotations
 

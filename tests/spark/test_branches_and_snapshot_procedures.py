@@ -148,3 +148,29 @@ def test_a_branch_of_an_empty_table_gets_an_empty_snapshot(ice, warehouse):
     assert rows(ice, f"SELECT * FROM {T}.branch_b") == [(7,)] and rows(ice, f"SELECT * FROM {T}") == []
     last = max(Path(warehouse, "db", "t", "metadata").glob("v*.metadata.json"), key=lambda p: int(p.name[1:-14]))
     assert json.loads(last.read_text())["refs"]["b"]["max-ref-age-ms"] == 172_800_000
+
+
+def test_cherrypick_of_a_dynamic_overwrite_checks_the_partitions_it_replaces(table, spark):
+    ice = table
+    ice.sql(f"ALTER TABLE {T} CREATE BRANCH ow")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        ice.sql(f"INSERT OVERWRITE {T}.branch_ow VALUES (8, 'b')")  # replaces partition b only
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    overwrite = load(ice).metadata.refs["ow"].snapshot_id
+    ice.sql(f"INSERT INTO {T} VALUES (3, 'b')")  # main writes into partition b after the overwrite's base
+    with pytest.raises(ValidationError, match=f"changed partition .* it replaces"):
+        ice.sql(f"CALL local.system.cherrypick_snapshot('db.t', {overwrite})")
+    ice.sql(f"CALL local.system.rollback_to_snapshot('db.t', {snapshot_ids(ice)[0]})")
+    ice.sql(f"INSERT INTO {T} VALUES (4, 'c')")  # another partition: no conflict
+    ice.sql(f"CALL local.system.cherrypick_snapshot('db.t', {overwrite})")
+    assert rows(ice, f"SELECT * FROM {T}") == [(1, "a"), (4, "c"), (8, "b")]
+    md = load(ice).metadata
+    assert md.current_snapshot().operation == "overwrite"
+    assert md.current_snapshot().summary["source-snapshot-id"] == str(overwrite)
+    ice.sql(f"DELETE FROM {T} WHERE id = 4")
+    delete = load(ice).metadata.current_snapshot_id
+    ice.sql(f"CALL local.system.rollback_to_snapshot('db.t', {snapshot_ids(ice)[0]})")
+    with pytest.raises(ValidationError, match="only an append or a dynamic overwrite can be re-applied"):
+        ice.sql(f"CALL local.system.cherrypick_snapshot('db.t', {delete})")
