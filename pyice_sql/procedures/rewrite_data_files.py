@@ -9,8 +9,9 @@ file of content, more than max-file-size, or a file picked for its deletes.
 
 Execution is one Spark job: the chosen files are read with their deletes applied and written
 as new files of the current spec. The commit is one `replace` snapshot that removes the old
-files and the delete files that no longer apply to any live file (pyice default; Iceberg's
-`remove-dangling-deletes` does it as a separate step), keeps the starting snapshot's data
+files with their file-scoped delete files (as Iceberg does) and the partition-scoped delete
+files left with no live file to apply to (counted as removed_delete_files_count; Iceberg's
+`remove-dangling-deletes`, on by default here, off with 'false'), keeps the starting snapshot's data
 sequence number for the new files (so equality deletes committed meanwhile still apply), and
 fails rather than lose a delete: a concurrent commit that removed one of the files or added
 deletes for them makes this rewrite fail and delete what it wrote.
@@ -157,10 +158,14 @@ def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: D
     paths = {t.file.file_path for t in tasks}
     nbytes = sum(t.file.file_size_in_bytes for t in tasks)
     full_plan = plan if where is None else plan_files(md, table.io, snapshot)
-    dangling = dangling_deletes(full_plan, paths) if drop_dangling else []
+    # file-scoped deletes go with their rewritten file (as Iceberg does, uncounted); partition-
+    # scoped ones only when nothing live is left for them (Iceberg's remove-dangling-deletes)
+    dangling = dangling_deletes(full_plan, paths)
+    scoped = [d for d in dangling if referenced_path(d.data_file)]
+    unscoped = [d for d in dangling if not referenced_path(d.data_file)] if drop_dangling else []
     if dry_run:
         expected = sum(binpack.expected_output_files(g.input_bytes) for g in groups)
-        return _result(len(tasks), expected, nbytes, len(dangling))
+        return _result(len(tasks), expected, nbytes, len(unscoped))
 
     write_ctx = ctx.runtime.write_context(table)
     rows = sum(t.file.record_count for t in tasks)
@@ -172,11 +177,11 @@ def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: D
         df = df.coalesce(max(1, sum(binpack.expected_output_files(g.input_bytes) for g in groups)))
     files = write_data_files(df, write_ctx)
     removed = [RemovedFile(t.entry, t.manifest_path) for t in tasks]
-    removed += [RemovedFile(d, full_plan.delete_manifests[d.data_file.file_path]) for d in dangling]
+    removed += [RemovedFile(d, full_plan.delete_manifests[d.data_file.file_path]) for d in scoped + unscoped]
     validator = RowLevelValidator(NAME, AlwaysTrue(), "snapshot", paths, (),
                                   {(t.file.spec_id, t.file.partition) for t in tasks})
     update = SnapshotUpdate(Operation.REPLACE, snapshot.snapshot_id, added_data_files=files, removed=removed,
                             validate=validator,
                             added_data_sequence_number=snapshot.sequence_number if use_starting_sequence else None)
     commit_or_clean(table, update, files)
-    return _result(len(tasks), len(files), nbytes, len(dangling))
+    return _result(len(tasks), len(files), nbytes, len(unscoped))
