@@ -17,6 +17,7 @@ from pyice_sql.errors import (
     CommitConflictError, CorruptTableError, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
     NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError,
 )
+from pyice_sql.faults import fault_point
 from pyice_sql.io.fileio import to_uri
 from pyice_sql.model.metadata import TableMetadata
 
@@ -97,6 +98,7 @@ class HadoopCatalog:
         if not self.io.publish(metadata_to_bytes(new_metadata), path):
             raise CommitConflictError(f"table {base.full_name} was changed concurrently "
                                       f"(v{version}.metadata.json already exists)")
+        fault_point("swapped")
         self._write_hint(base.identifier, version)
         return Table(self, base.identifier, new_metadata, path, self.io, {"version": version})
 

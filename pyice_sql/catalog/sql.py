@@ -17,6 +17,7 @@ from pyice_sql.errors import (
     CommitConflictError, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
     NoSuchTableError, TableAlreadyExistsError,
 )
+from pyice_sql.faults import fault_point
 from pyice_sql.io.fileio import local_path, to_uri
 from pyice_sql.model.metadata import TableMetadata
 
@@ -93,6 +94,7 @@ class SqlCatalog:
         version = int(m.group(1)) + 1 if m else 0
         path = f"{new_metadata.location}/metadata/{new_metadata_file_name(version)}"
         base.io.write_new(path, metadata_to_bytes(new_metadata))
+        fault_point("metadata-written")
         with self._connect() as con:
             con.execute("BEGIN IMMEDIATE")
             cur = con.execute(
@@ -102,6 +104,8 @@ class SqlCatalog:
                  base.identifier.name, base.metadata_location))
             won = cur.rowcount == 1
             con.execute("COMMIT")
+        if won:
+            fault_point("swapped")
         if not won:
             base.io.delete(path)
             raise CommitConflictError(f"table {base.full_name} was changed concurrently "

@@ -22,6 +22,7 @@ from typing import Callable
 from pyice_sql.catalog.base import Table
 from pyice_sql.commit.manifests import ManifestWriter, read_entries, read_manifest_list
 from pyice_sql.errors import CommitConflictError, ValidationError
+from pyice_sql.faults import fault_point
 from pyice_sql.model.manifest import (
     DataFile, EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile,
 )
@@ -196,10 +197,12 @@ def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _
     kept = _carry_over(base, parent_manifests, update, writer, snapshot_id, sequence_number)
     if update.replaced_manifests:
         kept = _replace_manifests(base, kept, update, snapshot_id, sequence_number)
+    fault_point("manifests")
     ordered = (data_manifests + [m for m in kept if m.content == ManifestContent.DATA]
                + delete_manifests + [m for m in kept if m.content == ManifestContent.DELETES])
     list_path = writer.write_manifest_list(ordered, snapshot_id, parent.snapshot_id if parent else None,
                                            sequence_number, attempt)
+    fault_point("manifest-list")
     removed_files = [r.entry.data_file for r in update.removed]
     summary = build_summary(
         update.operation, parent.summary if parent else None,

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote, urlparse
 
+from pyice_sql.faults import fault_point
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -84,6 +86,7 @@ class LocalFileIO:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        fault_point("metadata-written")
         try:
             os.link(tmp, final)
             return True
@@ -150,6 +153,7 @@ class HadoopFileIO:
     def publish(self, data: bytes, final_path: str) -> bool:
         tmp = final_path.rsplit("/", 1)[0] + f"/.{uuid.uuid4()}.tmp"
         self.write_new(tmp, data)
+        fault_point("metadata-written")
         try:
             return self._shim.rename_no_overwrite(tmp, final_path)
         finally:

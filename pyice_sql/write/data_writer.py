@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from pyspark.sql import Column, DataFrame, Observation, functions as F, types as T
 
+from pyice_sql.faults import fault_point
 from pyice_sql.io.fileio import FileIO
 from pyice_sql.model import types as it
 from pyice_sql.model.manifest import DataFile, FileContent
@@ -188,6 +189,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     described = describe_written_files(ctx, write_dir, folders, content)
     if observation is not None:
         described = _with_nan_counts(described, observation.get, nan_columns)
+    fault_point("data-files")
     return described
 
 

@@ -13,6 +13,7 @@ import uuid
 
 from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
 
+from pyice_sql.faults import fault_point
 from pyice_sql.model import types as it
 from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.schema import Schema
@@ -57,5 +58,6 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
         out.append(data_file_from_footer(
             footer, DELETE_SCHEMA, _FULL_METRICS, path, target.partition, target.spec_id,
             FileContent.POSITION_DELETES, referenced_data_file=target.file_path))
+    fault_point("delete-files")
     return out
 
