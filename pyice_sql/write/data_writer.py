@@ -181,7 +181,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
     codec = ctx.properties.get("write.parquet.compression-codec", "zstd").lower()
     write_dir = f"{ctx.location}/data/{uuid.uuid4().hex[:16]}"
-    writer = (out.write.mode("errorifexists").option("maxRecordsPerFile", max_records)
+    writer = (out.write.mode("errorifexists").option("maxRecordsPerFile", max_records).options(**NO_SUCCESS_MARKER)
               .option("compression", "none" if codec == "uncompressed" else codec))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])

@@ -18,7 +18,7 @@ from pyice_sql.model import types as it
 from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.schema import Schema
 from pyice_sql.spark_schema import FIELD_ID_KEY
-from pyice_sql.write.data_writer import WriteContext, written_files
+from pyice_sql.write.data_writer import NO_SUCCESS_MARKER, WriteContext, written_files
 from pyice_sql.write.stats import data_file_from_footer
 
 DELETE_SCHEMA = Schema((
@@ -49,7 +49,8 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
     out_dir = f"{ctx.location}/data/{uuid.uuid4().hex[:16]}-deletes"
     codec = ctx.properties.get("write.delete.parquet.compression-codec",
                                ctx.properties.get("write.parquet.compression-codec", "zstd")).lower()
-    (rows.write.mode("errorifexists").option("compression", "none" if codec == "uncompressed" else codec)
+    (rows.write.mode("errorifexists").options(**NO_SUCCESS_MARKER)
+     .option("compression", "none" if codec == "uncompressed" else codec)
      .partitionBy(_TARGET).parquet(out_dir))
     out = []
     for path, footer in written_files(ctx, out_dir):
