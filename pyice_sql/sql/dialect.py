@@ -320,9 +320,51 @@ class PyIceSparkParser(SparkParser):
             return None
         return self.expression(AlterColumnAction(**args))
 
+    # UPDATE and DELETE as Spark's grammar has them. sqlglot takes SET/WHERE in any order, an
+    # empty or doubled-comma SET list, a dangling AS and DELETE ... ORDER BY/LIMIT (which it then
+    # ignores): a truncated or misordered statement would run as a different, wider one.
+    def _parse_update(self) -> exp.Update:
+        this = self._parse_table(joins=True, alias_tokens=self.UPDATE_ALIAS_TOKENS)
+        self._no_dangling_as()
+        if not self._match(TokenType.SET):
+            self.raise_error("Expecting SET")
+        update = exp.Update(this=this, expressions=self._parse_assignments())
+        if self._match(TokenType.WHERE, advance=False):
+            update.set("where", self._parse_where())
+        return self.expression(update)
+
+    def _parse_delete(self) -> exp.Delete:
+        if not self._match(TokenType.FROM):
+            self.raise_error("Expecting FROM")
+        this = self._parse_table(joins=True)
+        self._no_dangling_as()
+        return self.expression(exp.Delete(this=this, where=self._parse_where()))
+
+    def _parse_assignments(self) -> list[exp.Expr]:
+        items = []
+        while True:
+            item = self._parse_update_assignment()
+            if item is None:
+                self.raise_error("Expecting an assignment: column = value")
+            items.append(item)
+            if not self._match(TokenType.COMMA):
+                return items
+
+    def _parse_derived_table_values(self, allow_value_synonym: bool = False) -> exp.Values | None:
+        values = super()._parse_derived_table_values(allow_value_synonym)
+        if values is not None and self._prev is not None and self._prev.token_type == TokenType.COMMA:
+            self.raise_error("Expecting a row after ','")  # a cut-off VALUES list must not insert part
+        return values
+
+    def _no_dangling_as(self) -> None:
+        if self._prev is not None and self._prev.token_type == TokenType.ALIAS:
+            self.raise_error("Expecting an alias after AS")
+
     def _parse_when_matched(self) -> exp.Whens:
         """Spark's MERGE clauses, strictly: each kind of clause allows only its own actions."""
         whens = []
+        kinds = ("WHEN MATCHED", "WHEN NOT MATCHED", "WHEN NOT MATCHED BY SOURCE")
+        last = 0
         while self._match(TokenType.WHEN):
             start = self._prev
             matched = not self._match(TokenType.NOT)
@@ -333,6 +375,10 @@ class PyIceSparkParser(SparkParser):
                 by_source = True
             elif not matched:
                 self._match_text_seq("BY", "TARGET")
+            kind = 0 if matched else 2 if by_source else 1
+            if kind < last:  # Spark's grammar: matched*, then not matched*, then not matched by source*
+                self.raise_error(f"{kinds[kind]} clauses must come before {kinds[last]} clauses", start)
+            last = kind
             condition = self._parse_disjunction() if self._match(TokenType.AND) else None
             if not self._match(TokenType.THEN):
                 self.raise_error("Expecting THEN")
@@ -358,7 +404,7 @@ class PyIceSparkParser(SparkParser):
                 if by_source:
                     self._merge_action_error(self._prev, "UPDATE SET *", "WHEN NOT MATCHED BY SOURCE")
                 return self.expression(exp.Update(expressions=[exp.Star()]))
-            return self.expression(exp.Update(expressions=self._parse_csv(self._parse_update_assignment)))
+            return self.expression(exp.Update(expressions=self._parse_assignments()))
         if self._match(TokenType.INSERT):
             if matched or by_source:
                 where = "WHEN MATCHED" if matched else "WHEN NOT MATCHED BY SOURCE"

@@ -298,7 +298,7 @@ def test_merge_into_default_catalog_table():
      "only the last WHEN NOT MATCHED BY SOURCE clause", SqlPosition(1, 44)),
     ("MERGE INTO cat.db.t USING s ON t.id = s.id\nWHEN MATCHED AND s.a THEN DELETE\nWHEN MATCHED THEN DELETE\n"
      "WHEN NOT MATCHED BY TARGET THEN INSERT *\nWHEN MATCHED AND s.b THEN UPDATE SET *",
-     "only the last WHEN MATCHED clause", SqlPosition(3, 1)),
+     "WHEN MATCHED clauses must come before WHEN NOT MATCHED clauses", SqlPosition(5, 1)),
 ])
 def test_merge_clause_order(sql, message, position):
     with pytest.raises(ParseError, match=message) as info:
