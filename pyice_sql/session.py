@@ -296,7 +296,6 @@ class IceSession:
             append(self.runtime, table, self._align(table, source, None))
         return None
 
-    def _do_DropTable(self, stmt: st.DropTable) -> None:
     @staticmethod
     def _new_table_struct(stmt: st.CreateTable, source: DataFrame | None):
         if stmt.columns:
@@ -321,6 +320,7 @@ class IceSession:
             rows = self._align(dataclasses.replace(table, metadata=change(table.metadata)), source, None)
         replace_table(self.runtime, table, change, rows)
 
+    def _do_DropTable(self, stmt: st.DropTable) -> None:
         catalog_name, ident = self._ref_ident(stmt.table)
         try:
             self.catalogs[catalog_name].drop_table(ident, purge=stmt.purge)

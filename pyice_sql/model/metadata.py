@@ -401,16 +401,6 @@ class TableMetadata:
             partition_statistics=tuple(s for s in self.partition_statistics if s.get("snapshot-id") not in remove),
             snapshot_log=tuple(log))
 
-    def add_schema(self, schema: Schema, make_current: bool = False) -> "TableMetadata":
-        """Add a schema (reusing the id of an identical one) and raise last-column-id to cover it."""
-        same = next((s for s in self.schemas if s.fields == schema.fields
-                     and s.identifier_field_ids == schema.identifier_field_ids), None)
-        if same is not None:
-            added = self
-            schema_id = same.schema_id
-        else:
-            schema_id = max(s.schema_id for s in self.schemas) + 1
-            added = self._with(schemas=self.schemas + (schema.with_id(schema_id),),
     def replacement(self, schema: Schema, spec: PartitionSpec, properties: Mapping[str, str]) -> "TableMetadata":
         """CREATE OR REPLACE TABLE, as Iceberg's replace transaction: the same table (uuid,
         location, snapshots, refs other than main, logs) with a new current schema whose columns
@@ -441,6 +431,16 @@ class TableMetadata:
         return replaced._with(sort_orders=orders, default_sort_order_id=UNSORTED.order_id, properties={
             **replaced.properties, **{k: v for k, v in properties.items() if k not in RESERVED_PROPERTIES}})
 
+    def add_schema(self, schema: Schema, make_current: bool = False) -> "TableMetadata":
+        """Add a schema (reusing the id of an identical one) and raise last-column-id to cover it."""
+        same = next((s for s in self.schemas if s.fields == schema.fields
+                     and s.identifier_field_ids == schema.identifier_field_ids), None)
+        if same is not None:
+            added = self
+            schema_id = same.schema_id
+        else:
+            schema_id = max(s.schema_id for s in self.schemas) + 1
+            added = self._with(schemas=self.schemas + (schema.with_id(schema_id),),
                                last_column_id=max(self.last_column_id, schema.highest_field_id))
         return added.set_current_schema(schema_id) if make_current else added
 

@@ -169,9 +169,9 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     if folders:
         names = [F.col(quote(n)) for n, _, _ in folders]
         out = out.repartition(*names).sortWithinPartitions(*names)
-    nan_columns = _float_leaves(schema)
     elif rebalance:
         out = out.hint("rebalance")
+    nan_columns = _float_leaves(schema)
     observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
     if observation is not None:
         out = out.observe(observation, *[
@@ -203,8 +203,6 @@ def _with_nan_counts(files: list[DataFile], totals: dict, columns: dict[int, tup
     known = {fid: int(totals[str(fid)] or 0) for fid in columns if str(fid) in totals}
     nan_counts = known if len(files) == 1 else {fid: 0 for fid, n in known.items() if n == 0}
     return [replace(f, nan_value_counts=dict(nan_counts)) for f in files] if nan_counts else files
-
-
 
 
 def written_files(ctx: WriteContext, write_dir: str) -> list[tuple[str, dict]]:
