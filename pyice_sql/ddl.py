@@ -160,14 +160,54 @@ def drop_columns(md: TableMetadata, paths: tuple[tuple[str, ...], ...], if_exist
             if if_exists:
                 continue
             raise AnalysisError(f"column {'.'.join(path)!r} does not exist")
-        if f.field_id in ids:
-            raise AnalysisError(f"cannot drop identifier field {'.'.join(path)!r}")
+        inner = [".".join(path + p) for p, sub in it.walk_fields(f.type) if sub.field_id in ids]
+        if f.field_id in ids or inner:
+            raise AnalysisError(f"cannot drop identifier field {(inner or ['.'.join(path)])[0]!r}")
         if any(pf.source_id == f.field_id for pf in md.spec().fields):
             raise AnalysisError(f"cannot drop column {'.'.join(path)!r}: the current partition spec uses it")
         fields = _replace_field(fields, path, lambda _: None)
     if not fields:
         raise AnalysisError("cannot drop every column of a table")
     return _with_schema(md, fields)
+
+
+def set_identifier_fields(md: TableMetadata, paths: tuple[tuple[str, ...], ...], drop: bool) -> TableMetadata:
+    """SET replaces the identifier fields, DROP removes some; Iceberg's rules: a field must be a
+    NOT NULL primitive (not float/double), reached through structs only."""
+    schema = md.schema()
+    ids = []
+    for path in paths:
+        name = ".".join(path)
+        field = schema.find_field(name)
+        if field is None:
+            raise AnalysisError(f"cannot {'drop' if drop else 'set'} identifier field {name!r}: no such column")
+        if drop:
+            if field.field_id not in schema.identifier_field_ids:
+                raise AnalysisError(f"cannot drop identifier field {name!r}: it is not an identifier field")
+        elif not field.required:
+            raise AnalysisError(f"identifier field {name!r} must be NOT NULL "
+                                f"(ALTER TABLE ... ALTER COLUMN {name} SET NOT NULL first)")
+        elif not isinstance(field.type, (it.PrimitiveType, it.DecimalType, it.FixedType)) or                 str(field.type) in ("float", "double"):
+            raise AnalysisError(f"identifier field {name!r} must be a primitive type other than float and double, "
+                                f"not {field.type}")
+        ids.append(field.field_id)
+    if not drop:
+        parents = [p for path in paths for p in _ancestors(schema, path) if not p.required]
+        if parents:
+            raise AnalysisError(f"identifier fields must be reached through required structs: {parents[0].name!r} "
+                                "is optional")
+    kept = tuple(i for i in schema.identifier_field_ids if i not in ids) if drop else tuple(dict.fromkeys(ids))
+    return md.add_schema(Schema(schema.fields, 0, kept), make_current=True)
+
+
+def _ancestors(schema: Schema, path: tuple[str, ...]) -> list[it.NestedField]:
+    found = []
+    for i in range(1, len(path)):
+        parent = schema.find_field(".".join(path[:i]))
+        if parent is None or not isinstance(parent.type, it.StructType):
+            raise AnalysisError(f"identifier field {'.'.join(path)!r} must not be inside a list or map")
+        found.append(parent)
+    return found
 
 
 def rename_column(md: TableMetadata, path: tuple[str, ...], new_name: str) -> TableMetadata:

@@ -274,6 +274,8 @@ class IceSession:
             rows += [("", "", ""), ("# Metadata", "", ""), ("Name", table.full_name, ""),
                      ("Location", md.location, ""), ("Format", f"iceberg/parquet (v{md.format_version})", ""),
                      ("Current snapshot", str(snap.snapshot_id) if snap else "", ""),
+                     ("Identifier fields", "[" + ", ".join(".".join(md.schema().field_path(i) or (str(i),))
+                                                           for i in md.schema().identifier_field_ids) + "]", ""),
                      ("Properties", ", ".join(f"{k}={v}" for k, v in sorted(md.properties.items())), "")]
         return self.spark.createDataFrame(rows, "col_name string, data_type string, comment string")
 
@@ -367,6 +369,9 @@ class IceSession:
 
     def _do_AlterTableCreateOrReplaceRef(self, stmt: st.AlterTableCreateOrReplaceRef) -> None:
         refs_ddl.create_or_replace_ref(self.load_ref(stmt.table), stmt)
+
+    def _do_AlterTableIdentifierFields(self, stmt: st.AlterTableIdentifierFields) -> None:
+        self._alter(stmt.table, lambda md: ddl.set_identifier_fields(md, stmt.fields, stmt.drop))
 
     def _do_AlterTableDropRef(self, stmt: st.AlterTableDropRef) -> None:
         refs_ddl.drop_ref(self.load_ref(stmt.table), stmt)

@@ -13,6 +13,8 @@ CREATE TABLE local.seeds.sink6 (
   purchaser string
 ) USING iceberg
 TBLPROPERTIES ('format-version' = '2', 'write.merge.mode' = 'merge-on-read');
+-- the seed's PRIMARY KEY (order_id) NOT ENFORCED: order_id becomes the schema's identifier field
+ALTER TABLE local.seeds.sink6 SET IDENTIFIER FIELDS order_id;
 
 DESCRIBE local.seeds.sink6;
 

@@ -73,6 +73,12 @@ class DropRef(exp.Expression):
     arg_types = {"this": True, "kind": True, "exists": False}
 
 
+class IdentifierFields(exp.Expression):
+    """ALTER TABLE t SET | DROP IDENTIFIER FIELDS a, b.c (Iceberg's Spark extensions)."""
+
+    arg_types = {"expressions": True, "drop": False}
+
+
 class AlterColumnAction(exp.Expression):
     """ALTER TABLE t ALTER [COLUMN] path (TYPE t | COMMENT 'c' | SET/DROP NOT NULL | FIRST | AFTER c)."""
 
@@ -107,6 +113,7 @@ class PyIceSparkParser(SparkParser):
         "ADD": lambda self: self._parse_partition_field_action("ADD")
         or self._parse_alter_table_add(),
         "DROP": lambda self: self._parse_drop_ref()
+        or self._parse_identifier_fields(drop=True)
         or self._parse_partition_field_action("DROP")
         or self._parse_alter_table_drop(),
         "REPLACE": lambda self: self._parse_ref_action(create=False)
@@ -114,6 +121,8 @@ class PyIceSparkParser(SparkParser):
         or self._parse_alter_table_replace_columns(),
         "CREATE": lambda self: self._parse_create_ref(),
         "UNSET": lambda self: self._parse_unset_properties(),
+        "SET": lambda self: self._parse_identifier_fields(drop=False)
+        or SparkParser.ALTER_PARSERS["SET"](self),
     }
 
     VERSION_PHRASES = {
@@ -287,6 +296,11 @@ class PyIceSparkParser(SparkParser):
         if not self._match_texts(_TIME_UNITS):
             self.raise_error("Expecting DAYS, HOURS or MINUTES")
         return self._prev.text.upper()
+
+    def _parse_identifier_fields(self, drop: bool) -> IdentifierFields | None:
+        if not self._match_text_seq("IDENTIFIER", "FIELDS"):
+            return None
+        return self.expression(IdentifierFields(expressions=self._parse_csv(self._parse_column), drop=drop))
 
     def _parse_drop_ref(self) -> DropRef | None:
         if not self._match_texts(_REF_KINDS):

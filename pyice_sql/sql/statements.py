@@ -29,7 +29,7 @@ from sqlglot.errors import TokenError
 from pyice_sql.errors import ParseError, SqlPosition, UnsupportedError
 from pyice_sql.sql.dialect import (
     AddPartitionField, AlterColumnAction, CallProcedure, DropPartitionField, DropRef, ExplainStatement,
-    PyIceSpark, RefAction, ReplacePartitionField, ShowObjects, UnsetTableProperties,
+    IdentifierFields, PyIceSpark, RefAction, ReplacePartitionField, ShowObjects, UnsetTableProperties,
 )
 
 METADATA_TABLES = frozenset({
@@ -313,6 +313,15 @@ class AlterTableCreateOrReplaceRef(Statement):
     min_snapshots_to_keep: int | None = None
     max_snapshot_age_ms: int | None = None
     position: SqlPosition | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class AlterTableIdentifierFields(Statement):
+    """SET IDENTIFIER FIELDS (replaces the set) or DROP IDENTIFIER FIELDS (removes from it)."""
+
+    table: TableRef
+    fields: tuple[tuple[str, ...], ...]
+    drop: bool = False
 
 
 @dataclass(frozen=True)
@@ -1006,6 +1015,9 @@ class _Parser:
                                                    self.transform(action.expression), alias.name if alias else None)
         if isinstance(action, RefAction):
             return self.ref_action(table, action)
+        if isinstance(action, IdentifierFields):
+            return AlterTableIdentifierFields(table, tuple(_path(c) for c in action.expressions),
+                                              bool(action.args.get("drop")))
         if isinstance(action, DropRef):
             return AlterTableDropRef(table, action.args["kind"].lower(), action.this.name,
                                      bool(action.args.get("exists")), position_of(action) or table.position)
