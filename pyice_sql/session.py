@@ -387,7 +387,11 @@ class IceSession:
         args = proc.bind(stmt.args, stmt.named, stmt.position)
         task = self.progress.task(f"CALL {stmt.catalog}.system.{proc.name}")
         task.phase("started")
-        rows = list(proc.run(procedures.ProcedureContext(self, stmt.catalog, stmt.position), args))
+        try:
+            rows = list(proc.run(procedures.ProcedureContext(self, stmt.catalog, stmt.position), args))
+        except PyIceError as e:
+            e.position = e.position or stmt.position  # a procedure's error points at its CALL
+            raise
         task.phase("done", f"{len(rows)} result row{'s' if len(rows) != 1 else ''}")
         return self.spark.createDataFrame(list(rows), proc.output)
 
