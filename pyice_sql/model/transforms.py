@@ -216,6 +216,17 @@ def _floor_div_sql(expr: str, divisor: int) -> str:
     return f"CAST((({expr}) - pmod({expr}, {divisor}L)) div {divisor}L AS INT)"
 
 
+def _wrapping_floor_sql(col: str, width: int, bits: int) -> str:
+    """`col - pmod(col, width)` with Java's two's-complement wrap-around for the few values near
+    the type's minimum (Iceberg's truncate wraps there), and no overflow error under ANSI mode
+    (Spark 4's default): those values take an exact detour through a wider type."""
+    low, span = 2 ** (bits - 1), 2 ** bits
+    wide, int_type = ("BIGINT", "INT") if bits == 32 else ("DECIMAL(21,0)", "BIGINT")
+    wrapped = (f"CAST(pmod(CAST({col} AS {wide}) - pmod({col}, {width}) + {low}, {span}) - {low} "
+               f"AS {int_type})")
+    return f"(CASE WHEN {col} < {-low + width} THEN {wrapped} ELSE {col} - pmod({col}, {width}) END)"
+
+
 def _days_sql(col: str, source: IcebergType) -> str:
     name = _type_name(source)
     if name == "date":
@@ -549,13 +560,13 @@ class Truncate(Transform):
         """
         name = _type_name(self._check_source(source))
         if name in ("int", "long"):
-            return f"({column_sql} - pmod({column_sql}, {self.width}))"
+            return _wrapping_floor_sql(column_sql, self.width, 32 if name == "int" else 64)
         if name == "decimal":
             assert isinstance(source, DecimalType)
             if source.precision >= 38 and source.scale > 6:
                 raise ValueError(f"truncate on {source} cannot be computed exactly in Spark SQL")
             step = format(decimal_from_unscaled(self.width, source.scale), "f")
-            floor = f"CAST({column_sql} - pmod({column_sql}, {step}BD) AS DECIMAL({source.precision},{source.scale}))"
+            floor = f"TRY_CAST({column_sql} - pmod({column_sql}, {step}BD) AS DECIMAL({source.precision},{source.scale}))"
             return (f"CASE WHEN {column_sql} IS NULL THEN NULL ELSE coalesce({floor},"
                     f" raise_error('{self} overflows {source}')) END")
         return f"substring({column_sql}, 1, {self.width})"
