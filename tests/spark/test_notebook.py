@@ -77,5 +77,5 @@ def test_error_is_one_line_without_traceback(executed):
     cell = cells["%pyice_sql SELECT nope FROM local.nb.t"]
     text = "".join(o.get("text", "") for o in cell.outputs) + "".join("".join(o.get("traceback", []))
                                                                         for o in cell.outputs)
-    assert re.fullmatch(r"UsageError: AnalysisException: \[UNRESOLVED_COLUMN\.WITH_SUGGESTION\][^\n]*`nope`[^\n]*\n",
+    assert re.fullmatch(r"UsageError: Analysis(Exception|Error): \[UNRESOLVED_COLUMN\.WITH_SUGGESTION\][^\n]*`nope`[^\n]*\n",
                         text), text
