@@ -8,6 +8,8 @@ past it exactly as Java does, so a stale hint is harmless.
 """
 from __future__ import annotations
 
+import json
+import logging
 import re
 
 from pyice_sql.catalog.base import (
@@ -21,6 +23,7 @@ from pyice_sql.faults import fault_point
 from pyice_sql.io.fileio import to_uri
 from pyice_sql.model.metadata import TableMetadata
 
+_log = logging.getLogger(__name__)
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 
 
@@ -78,8 +81,36 @@ class HadoopCatalog:
             raise NoSuchTableError(f"table {self.name}.{ident} does not exist "
                                    f"(no metadata under {self._metadata_dir(ident)})")
         version, path = current
-        metadata = read_metadata_file(self.io, path)
+        try:
+            metadata = read_metadata_file(self.io, path)
+        except CorruptTableError:
+            if not self._torn(path):
+                raise  # a whole file we cannot use (e.g. a newer format version): never skip a commit
+            path, metadata = self._newest_whole(ident, path)
+            version = max(self._versions(ident))  # the next commit goes past the torn file
         return Table(self, ident, metadata, path, self.io, {"version": version})
+
+    def _torn(self, path: str) -> bool:
+        """A metadata file that is not even JSON: written half by a writer that died."""
+        try:
+            json.loads(self.io.read(path))
+            return False
+        except ValueError:
+            return True
+
+    def _newest_whole(self, ident: TableIdentifier, torn: str) -> tuple[str, TableMetadata]:
+        """The newest metadata file below a torn one.
+
+        A torn file at a version name was never a commit (our commits and Java's publish the
+        whole file under its final name at once); it is skipped, as a bad version hint is, and
+        the newest whole file is current.
+        """
+        for _, path in sorted(self._versions(ident).items(), reverse=True):
+            if self._torn(path):
+                _log.warning("table %s.%s: skipping torn metadata file %s", self.name, ident, path)
+                continue
+            return path, read_metadata_file(self.io, path)
+        raise CorruptTableError(f"table {self.name}.{ident} has no readable metadata file; newest", torn)
 
     def create_table(self, ident: TableIdentifier, metadata: TableMetadata) -> Table:
         if not self.namespace_exists(ident.namespace):
