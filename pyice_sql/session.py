@@ -117,7 +117,7 @@ class IceSession:
                 e.sql = sql
             raise
         except Exception as e:
-            named = translate_spark_error(e)
+            named = translate_spark_error(e, sql, position)
             if named is None:
                 raise
             named.sql = sql
@@ -197,7 +197,11 @@ class IceSession:
         if ref.metadata_table:
             return metadata_table(self.spark, table, ref.metadata_table, ref.snapshot_id)
         travel = TimeTravel(ref.snapshot_id, ref.ref, ref.as_of_timestamp, ref.ref_kind)
-        df, self.last_plan = scan(self.spark, table, row_filter, travel)
+        try:
+            df, self.last_plan = scan(self.spark, table, row_filter, travel)
+        except AnalysisError as e:  # no such snapshot/ref: point at the table reference
+            e.position = e.position or ref.position
+            raise
         return df
 
     def _pushdown(self, expression: st.exp.Expression, ref: st.TableRef) -> Expression | None:
