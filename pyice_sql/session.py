@@ -28,7 +28,7 @@ from pyice_sql.plan.explain import explain_text
 from pyice_sql.scan.planner import plan_files
 from pyice_sql.errors import (
     AnalysisError, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, NotNullViolationError,
-    PyIceError, TableAlreadyExistsError, UnsupportedError,
+    PyIceError, SqlPosition, TableAlreadyExistsError, UnsupportedError,
 )
 from pyice_sql.expr.from_sql import to_predicate
 from pyice_sql.io.fileio import is_local, local_path
@@ -39,8 +39,9 @@ from pyice_sql.progress import Progress
 from pyice_sql.runtime import Runtime, local_session
 from pyice_sql.scan.metadata_tables import metadata_table
 from pyice_sql.scan.table_scan import TimeTravel, branch_head, scan
+from pyice_sql.compile.store_assignment import assign_frame
 from pyice_sql.spark_errors import translate as translate_spark_error
-from pyice_sql.spark_schema import to_spark_type
+from pyice_sql.spark_schema import schema_to_spark, to_spark_type
 from pyice_sql.sql import statements as st
 from pyice_sql.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.write.data_writer import enforce_not_null, quote
@@ -420,17 +421,17 @@ class IceSession:
 
     # --- writes -------------------------------------------------------------------------------
     def _align(self, table: Table, df: DataFrame, columns: tuple[str, ...] | None,
-               static: Mapping[str, Any] | None = None) -> DataFrame:
+               static: Mapping[str, Any] | None = None, position: SqlPosition | None = None) -> DataFrame:
         """Map query output to table columns by position (Spark's INSERT rule), or by the given list."""
         schema = table.metadata.schema()
         static = {k.lower(): v for k, v in (static or {}).items()}
         targets = list(columns) if columns else [f.name for f in schema.fields if f.name.lower() not in static]
         if len(df.columns) != len(targets):
             raise AnalysisError(f"cannot write to {table.full_name}: the query has {len(df.columns)} columns, "
-                                f"the table expects {len(targets)} ({', '.join(targets)})")
+                                f"the table expects {len(targets)} ({', '.join(targets)})", position=position)
         for name in targets:
             if schema.find_field(name) is None:
-                raise AnalysisError(f"column {name!r} is not in table {table.full_name}")
+                raise AnalysisError(f"column {name!r} is not in table {table.full_name}", position=position)
         given = {t.lower(): F.col(quote(c)) for t, c in zip(targets, df.columns)}
         cols, missing = [], []
         for f in schema.fields:
@@ -441,19 +442,22 @@ class IceSession:
             else:
                 missing.append(f.name)
                 cols.append(F.lit(None).alias(f.name))
-        out = df.select(*cols)
-        self._check_required(table, out, missing)
+        out = assign_frame(df.select(*cols), schema_to_spark(schema, with_ids=False),
+                           f"INSERT into {table.full_name}", position)
+        self._check_required(table, out, missing, position)
         return out
 
     @staticmethod
-    def _check_required(table: Table, df: DataFrame, missing: list[str]) -> None:
+    def _check_required(table: Table, df: DataFrame, missing: list[str], position: SqlPosition | None = None) -> None:
         for f in table.metadata.schema().fields:
             if f.required and f.name in missing:
-                raise NotNullViolationError(f"column {f.name!r} of {table.full_name} is NOT NULL and has no value")
+                raise NotNullViolationError(f"column {f.name!r} of {table.full_name} is NOT NULL and has no value",
+                                            position=position)
 
     def _do_Insert(self, stmt: st.Insert) -> None:
         table = self.load_ref(stmt.table)
-        df = self._align(table, self.query_frame(stmt.query), stmt.columns, stmt.static_partition)
+        df = self._align(table, self.query_frame(stmt.query), stmt.columns, stmt.static_partition,
+                         stmt.table.position)
         df = enforce_not_null(table, df)
         branch = stmt.table.branch or MAIN_BRANCH
         if not stmt.overwrite:

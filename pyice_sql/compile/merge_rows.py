@@ -72,7 +72,7 @@ def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | 
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)} LIMIT 0" if cols else None
 
 
-def _store(value_sql: str, spark_type: str, checked: bool, column: str) -> str:
+def store_sql(value_sql: str, spark_type: str, checked: bool, column: str) -> str:
     """Store assignment: a cast, with an overflow check where the cast narrows a number (ANSI)."""
     cast = f"CAST({value_sql} AS {spark_type})"
     if not checked:
@@ -105,7 +105,7 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
         # fires without assigning it keeps the current value (first match wins, per column too).
         assigning = [k for k, ins in enumerate(plan.instructions) if f.name in ins.values]
         whens = [f"WHEN {test} THEN "
-                 + (_store(_sql(ins.values[f.name]), spark_type, (k, f.name) in narrowing, f.name)
+                 + (store_sql(_sql(ins.values[f.name]), spark_type, (k, f.name) in narrowing, f.name)
                     if f.name in ins.values else current)
                  for k, (test, ins) in enumerate(zip(tests, plan.instructions)) if assigning and k <= assigning[-1]]
         # ELSE is reached when no clause up to the last one assigning this column fired. If no later

@@ -1,4 +1,4 @@
-"""Spark's ANSI store-assignment rules for the values MERGE and UPDATE write into columns.
+"""Spark's ANSI store-assignment rules for the values INSERT, MERGE and UPDATE write into columns.
 
 Checked at plan time against the analysed type of each value: conversions Spark refuses
 (string → number, number → date, boolean ↔ number, ...) are AnalysisErrors naming the column
@@ -6,9 +6,10 @@ and clause; numeric conversions that can overflow are allowed and marked for a r
 """
 from __future__ import annotations
 
-from pyspark.sql import types as T
+from pyspark.sql import DataFrame, functions as F, types as T
 
-from pyice_sql.errors import AnalysisError
+from pyice_sql.compile.merge_rows import store_sql
+from pyice_sql.errors import AnalysisError, SqlPosition
 from pyice_sql.plan.nodes import RowLevelPlan
 
 _INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
@@ -60,3 +61,18 @@ def check_values(plan: RowLevelPlan, value_types: dict[str, T.DataType], target:
             if _narrows(src, dst):
                 checked.add((k, column))
     return frozenset(checked)
+
+
+def assign_frame(df: DataFrame, target: T.StructType, what: str, position: SqlPosition | None = None) -> DataFrame:
+    """INSERT's store assignment: `df` has the target's columns in order; refuse illegal
+    conversions, and check at run time the numbers that may overflow (Spark: ANSI policy)."""
+    cols = []
+    for src, dst in zip(df.schema.fields, target.fields):
+        name = "`" + src.name.replace("`", "``") + "`"
+        if not _can_assign(src.dataType, dst.dataType):
+            raise AnalysisError(f"cannot safely cast {dst.name!r}: {src.dataType.simpleString()} to "
+                                f"{dst.dataType.simpleString()} ({what})", position=position)
+        checked = _narrows(src.dataType, dst.dataType)
+        cols.append(F.expr(store_sql(name, dst.dataType.simpleString(), True, dst.name)).alias(src.name)
+                    if checked else F.col(name))
+    return df.select(*cols)

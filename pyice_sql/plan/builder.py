@@ -151,7 +151,8 @@ def build_merge(stmt: st.Merge, schema: Schema, source_columns: list[str]) -> Ro
 def build_update(stmt: st.Update, schema: Schema) -> RowLevelPlan:
     alias = stmt.table.alias or stmt.table.name
     values = _assigned_values(stmt.assignments, schema, alias, stmt.table.position)
-    return _requalified(RowLevelPlan("UPDATE", stmt.table, alias, (Instruction(MATCHED, None, UPDATE, values),),
+    return _requalified(RowLevelPlan("UPDATE", stmt.table, alias,
+                                     (Instruction(MATCHED, None, UPDATE, values, stmt.table.position),),
                                      where=stmt.where), [(stmt.table, alias)])
 
 
