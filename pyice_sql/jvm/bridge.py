@@ -369,6 +369,12 @@ class ShimHandle:
                                     self._conf()))
         return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
 
+    def live_entries(self, manifests: Iterable[str]) -> list[tuple[str, int]]:
+        """(file_path, content) of the live entries of Iceberg manifests, read in one Spark job."""
+        raw = json.loads(self._call("BulkFiles", "liveEntries", self._core.sc._jsc, self._java_list(manifests),
+                                    self._conf()))
+        return [(p, int(c)) for p, c in raw]
+
     def delete_many(self, paths: Iterable[str]) -> list[tuple[str, str]]:
         """Delete files on the executors in one Spark job; (path, error) of those not deleted."""
         raw = json.loads(self._call("BulkFiles", "delete", self._core.sc._jsc, self._java_list(paths),

@@ -116,12 +116,12 @@ class ExpiredFiles:
                 len(self.manifest_lists), len(self.statistics))
 
 
-def expired_files(table: Table, before: TableMetadata, after: TableMetadata) -> ExpiredFiles:
+def expired_files(table: Table, before: TableMetadata, after: TableMetadata, shim=None) -> ExpiredFiles:
     """What the snapshots in `before` but not `after` reached and no snapshot of `after` reaches."""
     kept_ids = {s.snapshot_id for s in after.snapshots}
     gone_ids = [s.snapshot_id for s in before.snapshots if s.snapshot_id not in kept_ids]
-    kept = reachable_files(table.io, after)
-    gone = reachable_files(table.io, before, gone_ids, skip_manifests=set(kept.manifests))
+    kept = reachable_files(table.io, after, shim=shim)
+    gone = reachable_files(table.io, before, gone_ids, skip_manifests=set(kept.manifests), shim=shim)
     kept_stats = {path_key(p) for p in statistics_paths(after)}
     by_content: dict[FileContent, list[str]] = {c: [] for c in FileContent}
     for key, (path, content) in gone.content.items():
@@ -172,7 +172,7 @@ def expire_snapshots(ctx: ProcedureContext, args: dict[str, Any]) -> list[tuple]
         snapshot_ids=_snapshot_ids(args["snapshot_ids"]))
     if args["dry_run"]:
         after = expire(table.metadata, policy, table.full_name)
-        return [expired_files(table, table.metadata, after).counts()]
+        return [expired_files(table, table.metadata, after, ctx.runtime.shim).counts()]
     bases: list[TableMetadata] = []
 
     def change(md: TableMetadata) -> TableMetadata:
@@ -182,7 +182,7 @@ def expire_snapshots(ctx: ProcedureContext, args: dict[str, Any]) -> list[tuple]
     committed = update_metadata(table, change)
     if committed.metadata is bases[-1]:
         return [(0, 0, 0, 0, 0, 0)]
-    doomed = expired_files(committed, bases[-1], committed.metadata)
+    doomed = expired_files(committed, bases[-1], committed.metadata, ctx.runtime.shim)
     failed = delete_files(ctx.runtime.shim, table.io, doomed.all())
     if failed:
         raise PyIceError(f"{NAME} on {table.full_name}: snapshots expired, but {len(failed)} unreachable files could "

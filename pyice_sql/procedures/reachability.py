@@ -2,8 +2,9 @@
 
 Expiry deletes what the expired snapshots reached minus what the retained ones still reach;
 orphan removal keeps everything any snapshot or metadata file reaches. Both sides use this one
-walk. Each distinct manifest is read once (snapshots share most of theirs), several at a time.
-Paths are compared by `path_key`, so `file:/a`, `file:///a` and `/a` are one file.
+walk. Each distinct manifest is read once (snapshots share most of theirs): a few on the driver,
+more in one Spark job (the shim's BulkFiles; decoding 100 manifests of 1,000 entries takes ~8 s
+on the driver's one Python core). Paths are compared by `path_key`, so `file:/a`, `file:///a` and `/a` are one file.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pyice_sql.model.manifest import EntryStatus, FileContent, ManifestFile
 from pyice_sql.model.metadata import TableMetadata
 
 _READERS = 8
+DRIVER_MANIFESTS = 16  # above this many manifests to read, one Spark job reads them
 
 
 def path_key(path: str) -> str:
@@ -53,12 +55,12 @@ def statistics_paths(metadata: TableMetadata, snapshot_ids: set[int] | None = No
 
 
 def reachable_files(io: FileIO, metadata: TableMetadata, snapshot_ids: Iterable[int] | None = None,
-                    skip_manifests: set[str] = frozenset()) -> ReachableFiles:
+                    skip_manifests: set[str] = frozenset(), shim=None) -> ReachableFiles:
     """Files reached from `snapshot_ids` (all snapshots when None).
 
     Manifests whose key is in `skip_manifests` are counted as reached but not opened: every file
     they list is reached through them anyway (expiry passes the retained side's manifests, whose
-    content is already known to stay).
+    content is already known to stay). With the jvm `shim`, many manifests are read by a Spark job.
     """
     ids = {s.snapshot_id for s in metadata.snapshots} if snapshot_ids is None else set(snapshot_ids)
     out = ReachableFiles()
@@ -75,12 +77,16 @@ def reachable_files(io: FileIO, metadata: TableMetadata, snapshot_ids: Iterable[
     for key, m in manifests.items():
         out.manifests[key] = m.manifest_path
     to_read = [m for key, m in manifests.items() if key not in skip_manifests]
-    with ThreadPoolExecutor(max_workers=_READERS) as pool:
-        for entries in pool.map(lambda m: read_entries(io, m), to_read):
-            for e in entries:
-                if e.status != EntryStatus.DELETED:
-                    f = e.data_file
-                    out.content[path_key(f.file_path)] = (f.file_path, f.content)
+    if shim is not None and len(to_read) > DRIVER_MANIFESTS:
+        for path, content in shim.live_entries([m.manifest_path for m in to_read]):
+            out.content[path_key(path)] = (path, FileContent(content))
+    else:
+        with ThreadPoolExecutor(max_workers=_READERS) as pool:
+            for entries in pool.map(lambda m: read_entries(io, m), to_read):
+                for e in entries:
+                    if e.status != EntryStatus.DELETED:
+                        f = e.data_file
+                        out.content[path_key(f.file_path)] = (f.file_path, f.content)
     for path in statistics_paths(metadata, ids if snapshot_ids is not None else None):
         out.statistics[path_key(path)] = path
     return out

@@ -23,10 +23,10 @@ NAME = "remove_orphan_files"
 DEFAULT_AGE_MS = 3 * DAY_MS
 
 
-def referenced_keys(table: Table) -> set[str]:
+def referenced_keys(table: Table, shim=None) -> set[str]:
     """Path keys of every file the table's metadata reaches (all snapshots, all metadata files)."""
     md = table.metadata
-    keys = reachable_files(table.io, md).keys()
+    keys = reachable_files(table.io, md, shim=shim).keys()
     keys.add(path_key(table.metadata_location))
     keys.update(path_key(e.metadata_file) for e in md.metadata_log)
     keys.add(path_key(f"{md.location}/metadata/version-hint.text"))
@@ -40,7 +40,7 @@ def _hidden(relative: str, partition_prefixes: tuple[str, ...]) -> bool:
 
 def find_orphans(table: Table, shim, location: str, older_than_ms: int) -> list[str]:
     """Orphan file paths below `location`, as the file system spells them."""
-    referenced = referenced_keys(table)
+    referenced = referenced_keys(table, shim)
     prefixes = tuple(f"{f.name}=" for s in table.metadata.specs for f in s.fields if f.name.startswith(("_", ".")))
     root = path_key(location).rstrip("/")
     out = []

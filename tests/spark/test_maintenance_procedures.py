@@ -318,3 +318,17 @@ def test_rewrite_position_deletes_drops_rows_of_dead_files(ice, small_files):
     assert _table(ice).metadata.current_snapshot().operation == "replace"
     _assert_intact(ice)
     assert _call(ice, "CALL local.system.rewrite_position_delete_files('db.t')") == [(0, 0, 0, 0)]
+
+
+def test_many_manifests_are_read_by_a_spark_job(ice, small_files, monkeypatch):
+    from pyice_sql.procedures import reachability
+
+    table = _table(ice)
+    on_driver = reachability.reachable_files(table.io, table.metadata, shim=ice.runtime.shim)
+    monkeypatch.setattr(reachability, "DRIVER_MANIFESTS", 0)
+    in_spark = reachability.reachable_files(table.io, table.metadata, shim=ice.runtime.shim)
+    assert in_spark == on_driver and len(on_driver.content) == 8  # 6 data files, 2 delete files
+    assert {c for _, c in on_driver.content.values()} == {0, 1}
+    # expiry through the Spark path deletes what the driver path would
+    assert _call(ice, f"CALL local.system.expire_snapshots('db.t', {FUTURE})")[0][:2] == (0, 0)
+    _assert_intact(ice)

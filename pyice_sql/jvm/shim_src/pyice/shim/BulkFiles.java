@@ -2,10 +2,14 @@ package pyice.shim;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 
+import org.apache.avro.file.DataFileStream;
+import org.apache.avro.generic.GenericDatumReader;
+import org.apache.avro.generic.GenericRecord;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -17,11 +21,15 @@ import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.broadcast.Broadcast;
 
 /**
- * Table maintenance touches many files (orphan listing, expiry deletes): these run as one Spark job over
- * the paths, each executor using the Hadoop FileSystem of the path's scheme, so the driver never makes one
- * call per file.
+ * Table maintenance touches many files (orphan listing, expiry deletes, the manifests of every snapshot):
+ * these run as one Spark job over the paths, each executor using the Hadoop FileSystem of the path's scheme,
+ * so the driver never makes one call per file.
  */
 public final class BulkFiles {
+    private static final int DELETE = 0;
+    private static final int LIST = 1;
+    private static final int LIVE_ENTRIES = 2;
+
     private BulkFiles() {}
 
     /**
@@ -29,7 +37,7 @@ public final class BulkFiles {
      * not be deleted (a file already gone counts as deleted).
      */
     public static String delete(JavaSparkContext jsc, List<String> paths, Configuration conf) throws IOException {
-        return run(jsc, paths, conf, true, "delete " + paths.size() + " file(s)");
+        return run(jsc, paths, conf, DELETE, "delete " + paths.size() + " file(s)");
     }
 
     /**
@@ -37,10 +45,19 @@ public final class BulkFiles {
      * {"path", "length", "modified", "dir"} objects as {@link FileOps#list} writes them.
      */
     public static String list(JavaSparkContext jsc, List<String> dirs, Configuration conf) throws IOException {
-        return run(jsc, dirs, conf, false, "list " + dirs.size() + " folder(s)");
+        return run(jsc, dirs, conf, LIST, "list " + dirs.size() + " folder(s)");
     }
 
-    private static String run(JavaSparkContext jsc, List<String> items, Configuration conf, boolean delete,
+    /**
+     * Reads Iceberg manifests (Avro) in one Spark job: a JSON array of [file_path, content] for every live
+     * (ADDED or EXISTING) entry; content is 0 for data files and for v1 manifests, which have no such field.
+     */
+    public static String liveEntries(JavaSparkContext jsc, List<String> manifests, Configuration conf)
+            throws IOException {
+        return run(jsc, manifests, conf, LIVE_ENTRIES, "read " + manifests.size() + " manifest(s)");
+    }
+
+    private static String run(JavaSparkContext jsc, List<String> items, Configuration conf, int mode,
                               String what) throws IOException {
         if (items.isEmpty()) {
             return "[]";
@@ -52,7 +69,7 @@ public final class BulkFiles {
         jsc.setJobDescription("pyice_sql: " + what);
         try {
             List<String> out = jsc.parallelize(new ArrayList<>(items), slices)
-                .mapPartitions(new Work(confBytes, delete)).collect();
+                .mapPartitions(new Work(confBytes, mode)).collect();
             return "[" + String.join(",", out) + "]";
         } finally {
             jsc.setLocalProperty("spark.job.description", previous);
@@ -63,11 +80,11 @@ public final class BulkFiles {
     private static final class Work implements FlatMapFunction<Iterator<String>, String> {
         private static final long serialVersionUID = 1L;
         private final Broadcast<byte[]> confBytes;
-        private final boolean delete;
+        private final int mode;
 
-        Work(Broadcast<byte[]> confBytes, boolean delete) {
+        Work(Broadcast<byte[]> confBytes, int mode) {
             this.confBytes = confBytes;
-            this.delete = delete;
+            this.mode = mode;
         }
 
         @Override
@@ -78,7 +95,9 @@ public final class BulkFiles {
                 String item = items.next();
                 Path p = new Path(item);
                 FileSystem fs = p.getFileSystem(conf);
-                if (delete) {
+                if (mode == LIVE_ENTRIES) {
+                    liveEntries(fs, p, out);
+                } else if (mode == DELETE) {
                     try {
                         if (!fs.delete(p, false) && fs.exists(p)) {
                             out.add(failure(item, "not deleted"));
@@ -98,6 +117,24 @@ public final class BulkFiles {
                 }
             }
             return out.iterator();
+        }
+    }
+
+    private static void liveEntries(FileSystem fs, Path manifest, List<String> out) throws IOException {
+        try (InputStream in = fs.open(manifest);
+             DataFileStream<GenericRecord> reader = new DataFileStream<>(in, new GenericDatumReader<GenericRecord>())) {
+            for (GenericRecord entry : reader) {
+                if (((Number) entry.get("status")).intValue() == 2) {
+                    continue;  // DELETED: no longer part of the snapshot
+                }
+                GenericRecord file = (GenericRecord) entry.get("data_file");
+                Object content = file.getSchema().getField("content") != null ? file.get("content") : null;
+                StringBuilder sb = new StringBuilder("[");
+                Json.str(sb, file.get("file_path").toString()).append(',');
+                out.add(sb.append(content == null ? 0 : ((Number) content).intValue()).append(']').toString());
+            }
+        } catch (IOException | RuntimeException e) {
+            throw new IOException("cannot read manifest " + manifest + ": " + e, e);
         }
     }
 
