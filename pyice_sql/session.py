@@ -432,7 +432,8 @@ class IceSession:
         for name in targets:
             if schema.find_field(name) is None:
                 raise AnalysisError(f"column {name!r} is not in table {table.full_name}", position=position)
-        given = {t.lower(): F.col(quote(c)) for t, c in zip(targets, df.columns)}
+        df = df.toDF(*[f"_col{i}" for i in range(len(df.columns))])  # by position: names may repeat
+        given = {t.lower(): F.col(c) for t, c in zip(targets, df.columns)}
         cols, missing = [], []
         for f in schema.fields:
             if f.name.lower() in given:

@@ -78,3 +78,27 @@ def test_insert_overwrite_static_partition(ice):
     assert rows(ice.sql("SELECT * FROM local.ow.t")) == [(2, "b"), (9, "a")]
     ice.sql("INSERT OVERWRITE local.ow.t VALUES (5, 'z')")
     assert rows(ice.sql("SELECT * FROM local.ow.t")) == [(5, "z")]
+
+
+def test_insert_select_maps_by_position_even_with_repeated_names(ice):
+    ice.sql("CREATE DATABASE local.ins")
+    ice.sql("CREATE TABLE local.ins.t (a bigint, b bigint, s string) USING iceberg")
+    ice.sql("INSERT INTO local.ins.t SELECT 1, 1, 'x'")  # two output columns named `1`
+    ice.sql("INSERT INTO local.ins.t SELECT NULL, NULL, 'y'")
+    assert sorted(ice.sql("SELECT * FROM local.ins.t").collect(), key=str) == [(1, 1, "x"), (None, None, "y")]
+
+
+def test_insert_store_assignment_refuses_and_checks_like_spark(ice):
+    from pyice_sql.errors import AnalysisError
+
+    ice.sql("CREATE DATABASE local.sa")
+    ice.sql("CREATE TABLE local.sa.t (id bigint, d decimal(5,2)) USING iceberg")
+    with pytest.raises(AnalysisError, match="cannot safely cast 'id': string to bigint") as e:
+        ice.sql("INSERT INTO local.sa.t VALUES ('one', 1.0)")
+    assert e.value.position is not None
+    with pytest.raises(AnalysisError, match="value out of range for column id"):
+        ice.sql("INSERT INTO local.sa.t VALUES (9223372036854775808, 1.0)")  # wrapped to -2^63 before
+    with pytest.raises(AnalysisError, match="value out of range for column d"):
+        ice.sql("INSERT INTO local.sa.t VALUES (1, 1234.5)")
+    ice.sql("INSERT INTO local.sa.t VALUES (7, 123.45)")
+    assert [tuple(r) for r in ice.sql("SELECT id, CAST(d AS string) FROM local.sa.t").collect()] == [(7, "123.45")]
