@@ -26,7 +26,9 @@ DELETE_SCHEMA = Schema((
     it.NestedField(2147483545, "pos", it.LONG, True),
 ))
 _FULL_METRICS = {"write.metadata.metrics.default": "full"}
-_TARGET = "__target"
+# Folder key of each delete file: not `_`-prefixed, or remove_orphan_files (Iceberg skips hidden
+# paths) could never clean up the delete files of a failed commit.
+_TARGET = "target_file"
 
 
 def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dict[str, DataFile],

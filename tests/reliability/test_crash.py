@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -126,11 +127,11 @@ def test_killed_at(crashed, catalog_type, point):
     visible = {p for p in left if not os.path.basename(p).startswith((".", "_"))}
     call = f"CALL local.system.remove_orphan_files(table => 'db.{t}', older_than => TIMESTAMP '{_soon()}'"
     assert {local_path(r[0]) for r in ice.sql(call + ", dry_run => true)").collect()} == visible
-    ice.spark.conf.set("spark.testing", "true")  # allow older_than within 24 hours, as Iceberg's tests do
-    try:
-        assert {local_path(r[0]) for r in ice.sql(call + ")").collect()} == visible
-    finally:
-        ice.spark.conf.unset("spark.testing")
+    aged = time.time() - 4 * 86400  # older than the default older_than (3 days): really removed
+    for path in visible:
+        os.utime(path, (aged, aged))
+    removed = ice.sql(f"CALL local.system.remove_orphan_files(table => 'db.{t}')").collect()
+    assert {local_path(r[0]) for r in removed} == visible
     assert leftovers(table) == left - visible
     for path in left - visible:
         os.remove(path)
