@@ -197,6 +197,7 @@ def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _
     kept = _carry_over(base, parent_manifests, update, writer, snapshot_id, sequence_number)
     if update.replaced_manifests:
         kept = _replace_manifests(base, kept, update, snapshot_id, sequence_number)
+    kept = [m for m in kept if _has_live_files(m) or m.added_snapshot_id == snapshot_id]
     fault_point("manifests")
     ordered = (data_manifests + [m for m in kept if m.content == ManifestContent.DATA]
                + delete_manifests + [m for m in kept if m.content == ManifestContent.DELETES])
@@ -215,6 +216,12 @@ def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _
                         sequence_number=sequence_number, timestamp_ms=_now_ms(metadata),
                         manifest_list=list_path, summary=summary, schema_id=metadata.current_schema_id)
     return metadata.add_snapshot(snapshot, update.branch)
+
+
+def _has_live_files(manifest: ManifestFile) -> bool:
+    """False for a manifest left holding only entries an earlier snapshot deleted: Java drops those
+    from the next snapshot rather than carrying them forever (unknown v1 counts count as live)."""
+    return not (manifest.added_files_count == 0 and manifest.existing_files_count == 0)
 
 
 def _now_ms(metadata: TableMetadata) -> int:
