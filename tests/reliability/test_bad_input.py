@@ -90,7 +90,7 @@ def test_bad_statement(world, category, sql, positioned):
 
 CLI_SCRIPTS = {
     "syntax": ("SELECT count(*) FROM local.db.t;\nUPDATE local.db.t SET s = 'x' WHERE;\n", 2),
-    "unknown-column": ("\n\nDELETE FROM local.db.t\n  WHERE nope = 1;\n", 3),
+    "unknown-column": ("\n\nDELETE FROM local.db.t\n  WHERE nope = 1;\n", 4),  # the name, line 4
     "cardinality": ("MERGE INTO local.db.t t USING local.db.u s ON t.id = s.id\n"
                     "WHEN MATCHED THEN UPDATE SET s = s.s;\n", 1),
 }
