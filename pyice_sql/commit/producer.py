@@ -59,10 +59,10 @@ class SnapshotUpdate:
     # manifest compaction: parent manifests replaced by already written ones (entries EXISTING)
     replaced_manifests: frozenset[str] = frozenset()
     added_manifests: list[ManifestFile] = field(default_factory=list)
-
     # a metadata change applied to each attempt's base before the snapshot is added (CREATE OR
     # REPLACE TABLE AS SELECT: new schema and spec, main cleared), so both land in one commit
     prepare: Callable[[TableMetadata], TableMetadata] | None = None
+
 
 def snapshots_since(metadata: TableMetadata, start_id: int | None, branch: str = "main") -> list[Snapshot]:
     """Snapshots on `branch` committed after `start_id`, oldest first."""
