@@ -89,9 +89,8 @@ def update_metadata(table: Table, change: Callable[[TableMetadata], TableMetadat
     """Commit a change that adds no files (refs, rollback): apply `change` to the latest metadata
     and swap it in, re-reading and re-applying it (so its checks see the new state) when another
     writer won the race, per `commit.retry.*`. A change that returns its input commits nothing."""
-    retries, min_wait, max_wait, total = _retry_settings(table.metadata)
-    deadline = time.monotonic() + total
-    base, attempt = table, 0
+    retries = _Retries(table.metadata)
+    base = table
     while True:
         new_metadata = change(base.metadata)
         if new_metadata is base.metadata:
@@ -99,49 +98,52 @@ def update_metadata(table: Table, change: Callable[[TableMetadata], TableMetadat
         try:
             return publish_metadata(base, new_metadata)
         except CommitConflictError:
-            attempt += 1
-            if attempt > retries or time.monotonic() > deadline:
+            if not retries.wait():
                 raise
-            _back_off(attempt, min_wait, max_wait)
             base = base.refresh()
 
 
-def _back_off(attempt: int, min_wait: float, max_wait: float) -> None:
-    wait = min(max_wait, min_wait * (2 ** (attempt - 1)))
-    time.sleep(wait * (0.5 + random.random()))
+class _Retries:
+    """A table's `commit.retry.*` budget for re-trying a lost compare-and-swap."""
 
+    def __init__(self, metadata: TableMetadata) -> None:
+        p = metadata.property
+        self.limit = int(p("commit.retry.num-retries", "4"))
+        self.min_wait = int(p("commit.retry.min-wait-ms", "100")) / 1000
+        self.max_wait = int(p("commit.retry.max-wait-ms", "60000")) / 1000
+        self.deadline = time.monotonic() + int(p("commit.retry.total-timeout-ms", "1800000")) / 1000
+        self.attempt = 0
 
-def _retry_settings(metadata: TableMetadata) -> tuple[int, float, float, float]:
-    p = metadata.property
-    return (int(p("commit.retry.num-retries", "4")), int(p("commit.retry.min-wait-ms", "100")) / 1000,
-            int(p("commit.retry.max-wait-ms", "60000")) / 1000,
-            int(p("commit.retry.total-timeout-ms", "1800000")) / 1000)
+    def wait(self) -> bool:
+        """Count a lost attempt; back off (jittered exponential) and return True if another is allowed."""
+        self.attempt += 1
+        if self.attempt > self.limit or time.monotonic() > self.deadline:
+            return False
+        wait = min(self.max_wait, self.min_wait * (2 ** (self.attempt - 1)))
+        time.sleep(wait * (0.5 + random.random()))
+        return True
 
 
 def commit_update(table: Table, update: SnapshotUpdate) -> Table:
     """Commit `update` to `table` with retries; returns the table as committed."""
-    retries, min_wait, max_wait, total = _retry_settings(table.metadata)
+    retries = _Retries(table.metadata)
     writer = ManifestWriter(table.io, table.metadata.location, table.metadata.format_version)
     snapshot_id = new_snapshot_id([s.snapshot_id for s in table.metadata.snapshots])
     added = _AddedManifests(writer, update, snapshot_id)
-    deadline = time.monotonic() + total
-    attempt = 0
     base = table
     try:
         while True:
-            if attempt > 0 or _moved(base, update):
-                base = base.refresh() if attempt > 0 else base
+            if retries.attempt > 0 or _moved(base, update):
+                base = base.refresh() if retries.attempt > 0 else base
                 if update.validate is not None:
                     update.validate(base, snapshots_since(base.metadata, update.start_snapshot_id, update.branch))
-            new_metadata = _build(base, update, writer, added, snapshot_id, attempt)
+            new_metadata = _build(base, update, writer, added, snapshot_id, retries.attempt)
             try:
                 return publish_metadata(base, new_metadata)
             except CommitConflictError:
-                attempt += 1
-                if attempt > retries or time.monotonic() > deadline:
-                    raise
                 writer.cleanup(keep=added.paths())
-                _back_off(attempt, min_wait, max_wait)
+                if not retries.wait():
+                    raise
     except BaseException:
         writer.cleanup()
         raise
