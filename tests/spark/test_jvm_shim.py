@@ -244,7 +244,8 @@ def test_bucket_udf_on_executors(spark, shim):
 
 
 def test_bucket_udf_matches_mmh3(spark, shim):
-    mmh3 = pytest.importorskip("mmh3")
+    import mmh3  # a pyiceberg dependency (test extra): an independent murmur3
+
     longs = [0, 1, -1, 2**31, -(2**63), 2**63 - 1, 123456789012]
     strings = ["", "a", "ab", "abc", "abcd", "héllo wörld", "😀"]
     exprs = [f"pyice_bucket(2147483647, CAST({v} AS BIGINT))" for v in longs]

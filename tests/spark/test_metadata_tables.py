@@ -58,8 +58,7 @@ def _query(table: str, name: str, travel: bool) -> str:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """Warehouse built by Iceberg Java, the reference module, and every statement's rows by SQL."""
-    if not REFERENCE.exists():
-        pytest.skip(f"reference engine not found at {REFERENCE}")
+    assert REFERENCE.exists(), f"reference engine not found at {REFERENCE} (tests/run.sh sets it up)"
     warehouse = tmp_path_factory.mktemp("metadata_tables") / "warehouse"
     script = warehouse.parent / "script.sql"
     queries = [f"SELECT * FROM {_query(*case)}" for case in CASES]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-nbclient = pytest.importorskip("nbclient")
-nbformat = pytest.importorskip("nbformat")
+import nbclient
+import nbformat
 
 pytestmark = pytest.mark.spark
 

@@ -457,7 +457,6 @@ def _py_schema_and_spec(schema: Schema, spec: PartitionSpec) -> tuple[Any, Any]:
 
 
 def test_pyiceberg_reads_our_manifest_list_and_manifests(tmp_path: Path) -> None:
-    pytest.importorskip("pyiceberg")
     from pyiceberg.manifest import read_manifest_list
 
     data_entries_ = data_entries()
@@ -543,7 +542,6 @@ def _pyiceberg_write(tmp_path: Path, format_version: int) -> tuple[bytes, bytes,
 
 @pytest.mark.parametrize("format_version", [1, 2])
 def test_we_read_manifests_pyiceberg_writes(tmp_path: Path, format_version: int) -> None:
-    pytest.importorskip("pyiceberg")
     manifest_bytes, list_bytes, files, _ = _pyiceberg_write(tmp_path, format_version)
     [m] = codec.read_manifest_list(list_bytes)
     expected_seq = SEQ if format_version == 2 else 0
