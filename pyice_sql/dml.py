@@ -212,8 +212,8 @@ class RowLevelExecutor:
         source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
         if plan.where is not None:
             plan = plan.with_(where=self._replace_pyice_tables(plan.where))
-        narrowing = self._store_assignment(plan, schema, target_view, source_view)
-        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, narrowing)).persist()
+        stored = self._store_assignment(plan, schema, target_view, source_view)
+        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored)).persist()
         self._persisted.append(tagged)
         stats = _tag_statistics(tagged, pairs=plan.source is not None)
         counts = stats.counts
@@ -291,7 +291,7 @@ class RowLevelExecutor:
     def _store_assignment(self, plan: RowLevelPlan, schema, target_view: str, source_view: str | None):
         probe = value_probe_select(plan, target_view, source_view)
         if probe is None:
-            return frozenset()
+            return {}
         types = {f.name: f.dataType for f in self.spark.sql(probe).schema.fields}  # analysis only
         return check_values(plan, types, schema_to_spark(schema, with_ids=False), value_name)
 

@@ -24,6 +24,7 @@ from pyice_sql.catalog.hadoop import HadoopCatalog
 from pyice_sql.catalog.sql import SqlCatalog
 from pyice_sql.commit.producer import publish_metadata
 from pyice_sql.dml import RowLevelExecutor, result_frame
+from pyice_sql.plan.defaults import values_with_defaults
 from pyice_sql.plan.explain import explain_text
 from pyice_sql.scan.planner import plan_files
 from pyice_sql.errors import (
@@ -457,7 +458,14 @@ class IceSession:
 
     def _do_Insert(self, stmt: st.Insert) -> None:
         table = self.load_ref(stmt.table)
-        df = self._align(table, self.query_frame(stmt.query), stmt.columns, stmt.static_partition,
+        query = stmt.query
+        if isinstance(query.expression, st.exp.Values):
+            schema = table.metadata.schema()
+            static = {k.lower() for k in stmt.static_partition}
+            names = stmt.columns or [f.name for f in schema.fields if f.name.lower() not in static]
+            query = dataclasses.replace(query, expression=values_with_defaults(
+                query.expression, [schema.find_field(n) for n in names], stmt.table.position))
+        df = self._align(table, self.query_frame(query), stmt.columns, stmt.static_partition,
                          stmt.table.position)
         df = enforce_not_null(table, df)
         branch = stmt.table.branch or MAIN_BRANCH

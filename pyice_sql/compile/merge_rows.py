@@ -15,7 +15,6 @@ from sqlglot import exp
 
 from pyice_sql.model.schema import Schema
 from pyice_sql.plan.nodes import INSERT, MATCHED, NOT_MATCHED, UPDATE, RowLevelPlan
-from pyice_sql.spark_schema import to_spark_type
 
 TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
 OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
@@ -72,22 +71,12 @@ def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | 
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)} LIMIT 0" if cols else None
 
 
-def store_sql(value_sql: str, spark_type: str, checked: bool, column: str) -> str:
-    """Store assignment: a cast, with an overflow check where the cast narrows a number (ANSI)."""
-    cast = f"CAST({value_sql} AS {spark_type})"
-    if not checked:
-        return cast
-    message = f"'value out of range for column {column} ({spark_type}) in store assignment'"
-    return (f"CASE WHEN ({value_sql}) IS NOT NULL AND try_cast({value_sql} AS {spark_type}) IS NULL "
-            f"THEN raise_error({message}) ELSE {cast} END")
-
-
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
-                  narrowing: frozenset[tuple[int, str]] = frozenset()) -> str:
+                  stored: dict[tuple[int, str], str]) -> str:
     """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
     columns, new values.
 
-    `narrowing` names the (clause, column) values whose cast needs a run-time overflow check.
+    `stored` is the SQL storing each (clause, column) value (see compile/store_assignment.py).
     """
     t = _q(plan.target_alias)
     tests = _branches(plan)
@@ -100,13 +89,11 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
         cols.append(f"{t}.{_q(target_col)} AS {KEY_PREFIX}{i}")
     for f in schema.fields:
         current = f"{t}.{_q(f.name)}"
-        spark_type = to_spark_type(f.type, with_ids=False).simpleString()
         # Every clause up to the last one assigning this column gets a branch: a clause that
         # fires without assigning it keeps the current value (first match wins, per column too).
         assigning = [k for k, ins in enumerate(plan.instructions) if f.name in ins.values]
         whens = [f"WHEN {test} THEN "
-                 + (store_sql(_sql(ins.values[f.name]), spark_type, (k, f.name) in narrowing, f.name)
-                    if f.name in ins.values else current)
+                 + (stored[(k, f.name)] if f.name in ins.values else current)
                  for k, (test, ins) in enumerate(zip(tests, plan.instructions)) if assigning and k <= assigning[-1]]
         # ELSE is reached when no clause up to the last one assigning this column fired. If no later
         # clause writes rows either (UPDATE/INSERT), the row is kept or deleted and this value is

@@ -39,17 +39,7 @@ class Schema:
                 if f.field_id == name_or_id:
                     return f
             return None
-        parts = name_or_id.split(".")
-        current: IcebergType = self.struct
-        found: NestedField | None = None
-        for part in parts:
-            if not isinstance(current, StructType):
-                return None
-            found = current.field_by_name(part, case_sensitive)
-            if found is None:
-                return None
-            current = found.type
-        return found
+        return _find_dotted(self.struct, name_or_id.split("."), case_sensitive)
 
     def field_path(self, field_id: int) -> tuple[str, ...] | None:
         """The name path of a field id (e.g. ("address", "city")); None when absent."""
@@ -78,6 +68,21 @@ class Schema:
 
     def with_id(self, schema_id: int) -> "Schema":
         return Schema(self.fields, schema_id, self.identifier_field_ids)
+
+
+def _find_dotted(t: IcebergType, parts: list[str], case_sensitive: bool) -> NestedField | None:
+    """The field a dotted name reaches; a name may hold dots itself (a column named `a.b`), as
+    in Iceberg's full-name index, where no two fields may share a full name."""
+    if not isinstance(t, StructType):
+        return None
+    for n in range(len(parts), 0, -1):
+        found = t.field_by_name(".".join(parts[:n]), case_sensitive)
+        if found is not None:
+            rest = parts[n:]
+            deeper = _find_dotted(found.type, rest, case_sensitive) if rest else found
+            if deeper is not None:
+                return deeper
+    return None
 
 
 def name_mapping(schema: Schema, previous: list[dict] | None = None) -> list[dict]:

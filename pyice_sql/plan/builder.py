@@ -1,10 +1,13 @@
 """Statement → RowLevelPlan: resolve assignments and stars against the target, then apply the rules.
 
-Assignments are resolved as Spark does: case-insensitive column names, `UPDATE SET *` and
-`INSERT *` expanded by name from the source, columns an INSERT leaves out become NULL, and a
-nested field assignment (`SET t.addr.city = ...`) rebuilds that struct keeping its other
-fields. Every value becomes a sqlglot expression evaluated by Spark over the joined rows;
-columns qualified with a table's full name (`local.db.t.c`) are re-qualified with its alias.
+Assignments are resolved as Spark does: case-insensitive column names (a backquoted name with
+dots is one column, `a.b` unquoted a nested field), `UPDATE SET *` and `INSERT *` expanded by
+name from the source, columns an INSERT leaves out and `DEFAULT` take the column's default
+(plan/defaults.py), and a nested field assignment (`SET t.addr.city = ...`) rebuilds that
+struct keeping its other fields. Every value becomes a sqlglot expression evaluated by Spark
+over the joined rows; columns qualified with a table's full name (`local.db.t.c`) are
+re-qualified with its alias, and NOT MATCHED [BY SOURCE] clauses see one side only
+(plan/merge_scope.py).
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from sqlglot import exp
 from pyice_sql.errors import AnalysisError
 from pyice_sql.model import types as it
 from pyice_sql.model.schema import Schema
+from pyice_sql.plan.defaults import is_default, missing_value, resolve_default
+from pyice_sql.plan.merge_scope import scoped_merge
 from pyice_sql.plan.nodes import (
     DELETE, INSERT, MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, UPDATE, Instruction, RowLevelPlan,
 )
@@ -28,19 +33,36 @@ def _col(table: str, *path: str) -> exp.Expression:
     return node
 
 
+def _field_at(schema: Schema, path: tuple[str, ...]) -> it.NestedField | None:
+    """The field a name path (each part one name, dots and all) reaches through structs."""
+    t: it.IcebergType = schema.struct
+    found = None
+    for part in path:
+        found = t.field_by_name(part, False) if isinstance(t, it.StructType) else None
+        if found is None:
+            return None
+        t = found.type
+    return found
+
+
 def _assigned_values(assignments: tuple[st.Assignment, ...], schema: Schema, target_alias: str,
                      position) -> dict[str, exp.Expression]:
     """Top-level column name → new value, nested assignments folded into struct constructors."""
     by_top: dict[str, list[tuple[tuple[str, ...], exp.Expression]]] = {}
+    tops: dict[str, it.NestedField] = {}
     for path, value in assignments:
-        field = schema.find_field(".".join(path))
+        field = _field_at(schema, path)
         if field is None:
             raise AnalysisError(f"cannot assign to unknown column {'.'.join(path)!r}", position=position)
-        top = schema.find_field(path[0])
-        by_top.setdefault(top.name, []).append((path, value))
+        if len(path) > 1 and is_default(value):
+            raise AnalysisError(f"DEFAULT assigns a whole column, not the nested field {'.'.join(path)!r}",
+                                position=position)
+        top = _field_at(schema, path[:1])
+        tops[top.name] = top
+        by_top.setdefault(top.name, []).append((path, resolve_default(value, field, position)))
     out = {}
     for name, items in by_top.items():
-        top = schema.find_field(name)
+        top = tops[name]
         if len(items) > 1 and any(len(p) == 1 for p, _ in items):
             raise AnalysisError(f"column {name!r} is assigned more than once", position=position)
         out[name] = _nested_value(top, [(p[1:], v) for p, v in items], (target_alias, top.name))
@@ -76,7 +98,7 @@ def _star_values(schema: Schema, source_alias: str, source_columns: list[str], p
 
 
 def _insert_values(clause: st.NotMatchedInsert, schema: Schema, source_alias: str,
-                   source_columns: list[str]) -> dict[str, exp.Expression]:
+                   source_columns: list[str], table: str) -> dict[str, exp.Expression]:
     if clause.star:
         return _star_values(schema, source_alias, source_columns, clause.position)
     if len(clause.columns) != len(clause.values):
@@ -84,13 +106,14 @@ def _insert_values(clause: st.NotMatchedInsert, schema: Schema, source_alias: st
                             position=clause.position)
     given: dict[str, exp.Expression] = {}
     for name, value in zip(clause.columns, clause.values):
-        f = schema.find_field(name)
+        f = _field_at(schema, (name,))
         if f is None:
             raise AnalysisError(f"cannot insert into unknown column {name!r}", position=clause.position)
         if f.name in given:
             raise AnalysisError(f"column {name!r} appears twice in INSERT", position=clause.position)
-        given[f.name] = value
-    return {f.name: given.get(f.name, exp.Null()) for f in schema.fields}
+        given[f.name] = resolve_default(value, f, clause.position)
+    return {f.name: given[f.name] if f.name in given else missing_value(f, table, clause.position)
+            for f in schema.fields}
 
 
 def _requalify(e: exp.Expression | None, tables: list[tuple[st.TableRef, str]]) -> exp.Expression | None:
@@ -134,7 +157,8 @@ def build_merge(stmt: st.Merge, schema: Schema, source_columns: list[str]) -> Ro
             instructions.append(Instruction(MATCHED, c.condition, DELETE, {}, c.position))
         elif isinstance(c, st.NotMatchedInsert):
             instructions.append(Instruction(NOT_MATCHED, c.condition, INSERT,
-                                            _insert_values(c, schema, source_alias, source_columns), c.position))
+                                            _insert_values(c, schema, source_alias, source_columns,
+                                                           stmt.target.qualified_name), c.position))
         elif isinstance(c, st.NotMatchedBySourceUpdate):
             instructions.append(Instruction(NOT_MATCHED_BY_SOURCE, c.condition, UPDATE,
                                             _assigned_values(c.assignments, schema, target_alias, c.position),
@@ -144,8 +168,9 @@ def build_merge(stmt: st.Merge, schema: Schema, source_columns: list[str]) -> Ro
     tables = [(stmt.target, target_alias)]
     if isinstance(stmt.source, st.TableRef):
         tables.append((stmt.source, source_alias))
-    return _requalified(RowLevelPlan("MERGE", stmt.target, target_alias, tuple(instructions), source=stmt.source,
+    plan = _requalified(RowLevelPlan("MERGE", stmt.target, target_alias, tuple(instructions), source=stmt.source,
                                      source_alias=source_alias, on=stmt.on), tables)
+    return scoped_merge(plan, [f.name for f in schema.fields], source_columns)
 
 
 def build_update(stmt: st.Update, schema: Schema) -> RowLevelPlan:

@@ -82,19 +82,59 @@ def _cast_value(col: Column, t: it.IcebergType, with_ids: bool, source: T.DataTy
                         source if untyped else nested.get(f.name.lower())).alias(
                 f.name, metadata={FIELD_ID_KEY: f.field_id} if with_ids else {})
             for f in t.fields]))
-    return col.cast(to_spark_type(t, with_ids=False))
+    # nullable all the way down: a cast may not turn a nullable nested field into a NOT NULL one
+    # (Spark refuses it); NULLs in required fields are enforce_not_null's errors
+    return col.cast(_nullable(to_spark_type(t, with_ids=False)))
+
+
+def _nullable(t: T.DataType) -> T.DataType:
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t
 
 
 def enforce_not_null(table, df: DataFrame) -> DataFrame:
-    """Fail the write job on a NULL in a required column: checked inline, no extra pass."""
+    """Fail the write job on a NULL in a required column or required nested field (struct field,
+    list element, map value, at any depth): checked inline, no extra pass, values left as they are."""
     cols = []
     for f in table.metadata.schema().fields:
         c = F.col(quote(f.name))
-        if f.required:
-            c = F.when(c.isNull(), F.raise_error(F.lit(
-                f"NOT NULL violation: NULL value for required column {f.name} of {table.full_name}"))).otherwise(c)
+        rules = ([((f.name,), Column.isNull)] if f.required else []) + _null_rules(f.type, (f.name,))
+        if rules:
+            checked = None
+            for path, violated in rules:
+                what = "column" if len(path) == 1 else "field"
+                error = F.raise_error(F.lit(
+                    f"NOT NULL violation: NULL value for required {what} {'.'.join(path)} of {table.full_name}"))
+                checked = F.when(violated(c), error) if checked is None else checked.when(violated(c), error)
+            c = checked.otherwise(c)
         cols.append(c.alias(f.name))
     return df.select(*cols)
+
+
+def _null_rules(t: it.IcebergType, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Callable[[Column], Column]]]:
+    """(path, test) per required field below a value of type `t`: the test is true on a value
+    holding NULL there (a NULL struct, list or map itself holds no field to violate)."""
+    rules: list[tuple[tuple[str, ...], Callable[[Column], Column]]] = []
+    if isinstance(t, it.StructType):
+        for f in t.fields:
+            sub = path + (f.name,)
+            if f.required:
+                rules.append((sub, lambda c, n=f.name: c.isNotNull() & c.getField(n).isNull()))
+            rules += [(p, lambda c, n=f.name, g=g: c.isNotNull() & g(c.getField(n)))
+                      for p, g in _null_rules(f.type, sub)]
+    elif isinstance(t, (it.ListType, it.MapType)):
+        inner, required, name = ((t.element, t.element_required, "element") if isinstance(t, it.ListType)
+                                 else (t.value, t.value_required, "value"))
+        items = F.map_values if isinstance(t, it.MapType) else (lambda c: c)
+        sub = path + (name,)
+        per_item = ([(sub, Column.isNull)] if required else []) + _null_rules(inner, sub)
+        rules += [(p, lambda c, g=g: F.exists(items(c), g)) for p, g in per_item]
+    return rules
 
 
 def partition_folder_sql(spec: PartitionSpec, schema: Schema) -> list[tuple[str, str, it.IcebergType]]:
