@@ -103,7 +103,7 @@ def enforce_not_null(table, df: DataFrame) -> DataFrame:
     cols = []
     for f in table.metadata.schema().fields:
         c = F.col(quote(f.name))
-        rules = ([((f.name,), Column.isNull)] if f.required else []) + _null_rules(f.type, (f.name,))
+        rules = ([((f.name,), _is_null)] if f.required else []) + _null_rules(f.type, (f.name,))
         if rules:
             checked = None
             for path, violated in rules:
@@ -118,23 +118,34 @@ def enforce_not_null(table, df: DataFrame) -> DataFrame:
 
 def _null_rules(t: it.IcebergType, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Callable[[Column], Column]]]:
     """(path, test) per required field below a value of type `t`: the test is true on a value
-    holding NULL there (a NULL struct, list or map itself holds no field to violate)."""
+    holding NULL there (a NULL struct, list or map itself holds no field to violate). Tests are
+    one-argument functions, as Spark's higher-order functions take them."""
     rules: list[tuple[tuple[str, ...], Callable[[Column], Column]]] = []
     if isinstance(t, it.StructType):
         for f in t.fields:
             sub = path + (f.name,)
             if f.required:
-                rules.append((sub, lambda c, n=f.name: c.isNotNull() & c.getField(n).isNull()))
-            rules += [(p, lambda c, n=f.name, g=g: c.isNotNull() & g(c.getField(n)))
-                      for p, g in _null_rules(f.type, sub)]
+                rules.append((sub, _field_test(f.name, _is_null)))
+            rules += [(p, _field_test(f.name, test)) for p, test in _null_rules(f.type, sub)]
     elif isinstance(t, (it.ListType, it.MapType)):
-        inner, required, name = ((t.element, t.element_required, "element") if isinstance(t, it.ListType)
-                                 else (t.value, t.value_required, "value"))
-        items = F.map_values if isinstance(t, it.MapType) else (lambda c: c)
-        sub = path + (name,)
-        per_item = ([(sub, Column.isNull)] if required else []) + _null_rules(inner, sub)
-        rules += [(p, lambda c, g=g: F.exists(items(c), g)) for p, g in per_item]
+        is_list = isinstance(t, it.ListType)
+        inner, required = (t.element, t.element_required) if is_list else (t.value, t.value_required)
+        sub = path + ("element" if is_list else "value",)
+        per_item = ([(sub, _is_null)] if required else []) + _null_rules(inner, sub)
+        rules += [(p, _any_item(test, is_list)) for p, test in per_item]
     return rules
+
+
+def _is_null(c: Column) -> Column:
+    return c.isNull()
+
+
+def _field_test(name: str, test: Callable[[Column], Column]) -> Callable[[Column], Column]:
+    return lambda c: c.isNotNull() & test(c[name])
+
+
+def _any_item(test: Callable[[Column], Column], is_list: bool) -> Callable[[Column], Column]:
+    return lambda c: F.exists(c if is_list else F.map_values(c), test)
 
 
 def partition_folder_sql(spec: PartitionSpec, schema: Schema) -> list[tuple[str, str, it.IcebergType]]:

@@ -408,6 +408,8 @@ ERRORS = {
                                                         "AnalysisException")),
     "not_null": ((NotNullViolationError,), ("Null value appeared in non-nullable field",
                                             "Cannot write nullable values to non-null column")),
+    # a NOT NULL column an INSERT column list leaves out: Spark rejects it at analysis
+    "missing_required": ((NotNullViolationError,), ("CANNOT_FIND_DATA", "No assignment for")),
 }
 
 
