@@ -29,7 +29,7 @@ from pyice_sql.compile.merge_rows import (
 from pyice_sql.compile.store_assignment import check_values
 from pyice_sql.errors import AnalysisError, CardinalityError
 from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
-from pyice_sql.expr.from_sql import to_predicate
+from pyice_sql.expr.from_sql import target_columns, to_predicate
 from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
 from pyice_sql.model.conversions import to_internal
 from pyice_sql.model.manifest import DataFile, FileContent
@@ -130,18 +130,9 @@ class RowLevelExecutor:
     # --- resolution helpers -------------------------------------------------------------------
     @staticmethod
     def _target_column(plan: RowLevelPlan, schema, source_cols: set[str]):
-        alias = plan.target_alias.lower()
-        names = {plan.target.name.lower(), alias}
-
-        def is_target(col) -> str | None:
-            if col.table:
-                if col.table.lower() not in names:
-                    return None
-            elif col.name.lower() in source_cols:
-                return None  # unqualified and present on both sides: not safely the target's
-            f = schema.find_field(col.name)
-            return f.name if f is not None else None
-        return is_target
+        """Resolves a reference to the target's column or nested field (see `target_columns`)."""
+        others = {plan.source_alias.lower()} if plan.source_alias else set()
+        return target_columns(schema, _qualifiers(plan), others, source_cols)
 
     @staticmethod
     def _source_column(plan: RowLevelPlan, source_cols: set[str]):
@@ -326,15 +317,7 @@ class RowLevelExecutor:
         if plan.where is None:
             strict: Expression = AlwaysTrue()
         else:
-            names = {plan.target_alias.lower(), plan.target.name.lower()}
-
-            def is_target(col) -> str | None:
-                if col.table and col.table.lower() not in names:
-                    return None
-                f = schema.find_field(col.name)
-                return f.name if f is not None else None
-
-            strict = to_predicate(plan.where, is_target, schema, "strict")
+            strict = to_predicate(plan.where, target_columns(schema, _qualifiers(plan)), schema, "strict")
         metrics = StrictMetricsEvaluator(schema, strict)
         evals: dict[int, PartitionEvaluator] = {}
         whole, rest = [], []
@@ -365,6 +348,12 @@ class RowLevelExecutor:
             f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row, so the "
             f"WHEN MATCHED clauses would be ambiguous. Examples: {examples}. "
             "Deduplicate the source on the join keys (e.g. keep the latest row per key).")
+
+
+def _qualifiers(plan: RowLevelPlan) -> list[tuple[str, ...]]:
+    """What may qualify the target's columns: its alias and its name (the builder has already
+    re-qualified `catalog.db.t.c` with the alias)."""
+    return [(plan.target_alias.lower(),), (plan.target.name.lower(),)]
 
 
 def _file_scoped_deletes(task: FileScanTask):
