@@ -15,9 +15,10 @@ A statement that changes nothing commits nothing. The result is one row of metri
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, functions as F
+from sqlglot import exp
 
 from pyice_sql.catalog.base import Table
 from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate
@@ -201,8 +202,7 @@ class RowLevelExecutor:
         target = read_tasks(self.spark, schema, tasks, with_metadata=True).withColumn(TARGET_MARK, F.lit(True))
         target_view = self._view(target)
         source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
-        if plan.where is not None:
-            plan = plan.with_(where=self._replace_pyice_tables(plan.where))
+        plan = self._read_pyice_tables_from_views(plan)
         narrowing = self._store_assignment(plan, schema, target_view, source_view)
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, narrowing)).persist()
         self._persisted.append(tagged)
@@ -286,13 +286,22 @@ class RowLevelExecutor:
         types = {f.name: f.dataType for f in self.spark.sql(probe).schema.fields}  # analysis only
         return check_values(plan, types, schema_to_spark(schema, with_ids=False), value_name)
 
-    def _replace_pyice_tables(self, where):
-        """Subqueries in WHERE may read pyice tables: point them at temp views over scans."""
-        refs = st.tables_read(where)
+    def _read_pyice_tables_from_views(self, plan: RowLevelPlan) -> RowLevelPlan:
+        """Subqueries anywhere in the statement (WHERE, ON, clause conditions, SET and INSERT
+        values) may read pyice tables, the target included: Spark cannot resolve those names,
+        so each table is scanned once into a temp view and every reference points at it."""
+        exprs = [e for e in (plan.where, plan.on) if e is not None]
+        exprs += [e for i in plan.instructions for e in (i.condition, *i.values.values()) if e is not None]
+        refs = dict.fromkeys(ref for e in exprs for ref in st.tables_read(e))
         if not refs:
-            return where
+            return plan
         views = {ref: self._view(self.session.scan_ref(ref)) for ref in refs}
-        return st.replace_tables(where, lambda r: views[r])
+
+        def swap(e: exp.Expression | None) -> exp.Expression | None:
+            return st.replace_tables(e, lambda r: views[r]) if e is not None and st.tables_read(e) else e
+        instructions = tuple(replace(i, condition=swap(i.condition), values={k: swap(v) for k, v in i.values.items()})
+                             for i in plan.instructions)
+        return plan.with_(where=swap(plan.where), on=swap(plan.on), instructions=instructions)
 
     @staticmethod
     def _removed_files(tasks: list[FileScanTask], scan: ScanPlan) -> list[RemovedFile]:
