@@ -37,6 +37,7 @@ from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.snapshots import MAIN_BRANCH, Operation
 from pyice_sql.plan import builder
 from pyice_sql.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, PruningFilter, RowLevelPlan
+from pyice_sql.plan.rules.expression_placement import check_placement
 from pyice_sql.plan.rules.join_type import choose_join
 from pyice_sql.plan.rules.prune_target import prune_target
 from pyice_sql.plan.rules.write_mode import choose_write_mode
@@ -106,6 +107,7 @@ class RowLevelExecutor:
         plan = prune_target(plan, schema, self._target_column(plan, schema, source_cols),
                             self._source_column(plan, source_cols))
         plan = choose_write_mode(plan, dict(table.metadata.properties))
+        check_placement(plan)
         return table, plan, source
 
     def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:
