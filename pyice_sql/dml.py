@@ -107,7 +107,7 @@ class RowLevelExecutor:
         plan = prune_target(plan, schema, self._target_column(plan, schema, source_cols),
                             self._source_column(plan, source_cols))
         plan = choose_write_mode(plan, dict(table.metadata.properties))
-        check_placement(plan)
+        check_placement(plan, source is None or source._jdf.queryExecution().analyzed().deterministic())
         return table, plan, source
 
     def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:

@@ -7,8 +7,10 @@ the plan, before anything runs (recorded from Iceberg 1.10.2 on Spark 3.5, both 
 
   - UPDATE / DELETE WHERE: nothing non-deterministic, also inside its subqueries
     (INVALID_NON_DETERMINISTIC_EXPRESSIONS: the condition becomes part of the write operator).
-  - MERGE ON and every WHEN condition: nothing non-deterministic, no subquery
-    (UNSUPPORTED_MERGE_CONDITION.NON_DETERMINISTIC / .SUBQUERY).
+  - MERGE ON and every WHEN condition: nothing non-deterministic, no subquery, no aggregate
+    (UNSUPPORTED_MERGE_CONDITION.NON_DETERMINISTIC / .SUBQUERY / .AGGREGATE).
+  - copy-on-write MERGE with WHEN MATCHED and no NOT MATCHED BY SOURCE clause: a deterministic
+    source (Iceberg reads it twice, once to find the files to rewrite).
   - MERGE values (UPDATE SET, INSERT VALUES) are computed in Iceberg's MergeRows operator, unless
     the MERGE is a single WHEN NOT MATCHED clause (then a plain projection): there nothing
     non-deterministic, no IN / EXISTS subquery, no correlated scalar subquery.
@@ -16,7 +18,7 @@ the plan, before anything runs (recorded from Iceberg 1.10.2 on Spark 3.5, both 
     subquery and no correlated scalar subquery (copy-on-write projects them and accepts both);
     non-deterministic values are accepted in both modes.
 
-The source of a MERGE is not checked: it is an ordinary query.
+Otherwise the source of a MERGE is an ordinary query: non-deterministic expressions are fine.
 """
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from typing import Iterator
 from sqlglot import exp
 
 from pyice_sql.errors import ExpressionNotAllowedError
-from pyice_sql.plan.nodes import DELETE, INSERT, MATCHED, NOT_MATCHED, RowLevelPlan
-from pyice_sql.sql.statements import position_of
+from pyice_sql.plan.nodes import DELETE, INSERT, NOT_MATCHED, RowLevelPlan
+from pyice_sql.sql.statements import TableRef, position_of
 
 # Spark's Nondeterministic expressions, by SQL function name (sqlglot spells some as their own nodes).
 NONDETERMINISTIC = frozenset({
@@ -37,20 +39,30 @@ NONDETERMINISTIC = frozenset({
 _PREDICATE_SUBQUERIES = (exp.Exists, exp.Any, exp.All)
 
 
-def check_placement(plan: RowLevelPlan) -> None:
-    """Raise ExpressionNotAllowedError for the first expression the reference would reject."""
+def check_placement(plan: RowLevelPlan, source_deterministic: bool = True) -> None:
+    """Raise ExpressionNotAllowedError for the first expression the reference would reject.
+
+    `source_deterministic`: whether Spark's analysis finds the MERGE source deterministic.
+    """
+    outer = {plan.target_alias.lower(), plan.target.name.lower(), (plan.source_alias or plan.target_alias).lower()}
     if plan.command in ("UPDATE", "DELETE"):
         if plan.where is not None:
             _deterministic(plan.where, "INVALID_NON_DETERMINISTIC_EXPRESSIONS",
                            f"the WHERE condition of {plan.command} must be deterministic")
         if plan.command == "UPDATE" and plan.mode == "merge-on-read":
             for value in plan.instructions[0].values.values():
-                _no_unsupported_subquery(value, "UPDATE SET value (merge-on-read)")
+                _no_unsupported_subquery(value, "UPDATE SET value (merge-on-read)", outer)
         return
     _merge_condition(plan.on, "SEARCH")
     for ins in plan.instructions:
         if ins.condition is not None:
             _merge_condition(ins.condition, _clause_action(ins.operation))
+    if plan.mode == "copy-on-write" and not source_deterministic and plan.has_matched_actions \
+            and not plan.has_not_matched_by_source:
+        raise ExpressionNotAllowedError(
+            "INVALID_NON_DETERMINISTIC_EXPRESSIONS", "a copy-on-write MERGE with WHEN MATCHED clauses (and no WHEN "
+            "NOT MATCHED BY SOURCE) needs a deterministic source",
+            position=plan.source.position if isinstance(plan.source, TableRef) else position_of(plan.source.expression))
     if len(plan.instructions) == 1 and plan.instructions[0].kind == NOT_MATCHED:
         return  # a single INSERT clause: its values are a plain projection
     for ins in plan.instructions:
@@ -59,7 +71,7 @@ def check_placement(plan: RowLevelPlan) -> None:
             _deterministic(value, "INVALID_NON_DETERMINISTIC_EXPRESSIONS",
                            f"a MERGE {what} must be deterministic (unless the MERGE is a single "
                            "WHEN NOT MATCHED clause)")
-            _no_unsupported_subquery(value, f"MERGE {what}")
+            _no_unsupported_subquery(value, f"MERGE {what}", outer)
 
 
 def _clause_action(operation: int) -> str:
@@ -71,6 +83,9 @@ def _merge_condition(cond: exp.Expression, action: str) -> None:
                    f"MERGE {action} condition: non-deterministic expressions are not allowed")
     for sub in _subqueries(cond):
         _reject("UNSUPPORTED_MERGE_CONDITION.SUBQUERY", f"MERGE {action} condition: subqueries are not allowed", sub)
+    for agg in cond.find_all(exp.AggFunc):
+        _reject("UNSUPPORTED_MERGE_CONDITION.AGGREGATE", f"MERGE {action} condition: aggregates are not allowed: "
+                f"{agg.sql(dialect='spark')}", agg)
 
 
 def _deterministic(e: exp.Expression, error_class: str, message: str) -> None:
@@ -79,12 +94,12 @@ def _deterministic(e: exp.Expression, error_class: str, message: str) -> None:
             _reject(error_class, f"{message}: {node.sql(dialect='spark')}", node)
 
 
-def _no_unsupported_subquery(value: exp.Expression, where: str) -> None:
+def _no_unsupported_subquery(value: exp.Expression, where: str, outer: set[str]) -> None:
     for sub in _subqueries(value):
         if _is_predicate_subquery(sub):
             _reject("UNSUPPORTED_SUBQUERY_EXPRESSION_CATEGORY.UNSUPPORTED_IN_EXISTS_SUBQUERY",
                     f"IN / EXISTS subqueries are not supported in a {where}", sub)
-        if _is_correlated(sub):
+        if _is_correlated(sub, outer):
             _reject("UNSUPPORTED_SUBQUERY_EXPRESSION_CATEGORY.UNSUPPORTED_CORRELATED_SCALAR_SUBQUERY",
                     f"correlated scalar subqueries are not supported in a {where}", sub)
 
@@ -117,11 +132,17 @@ def _inside_subquery(node: exp.Expression, root: exp.Expression) -> bool:
     return False
 
 
-def _is_correlated(sub: exp.Expression) -> bool:
-    """A subquery referring to a table it does not itself read (qualified outer columns only:
-    an unqualified name is taken as the subquery's own, where Spark resolves it first)."""
+def _is_correlated(sub: exp.Expression, outer: set[str]) -> bool:
+    """A subquery referring to a column of the statement's tables (`outer`: their aliases and
+    names) by a qualifier that none of its own tables takes. An unqualified name, or one whose
+    first part is not an outer table (`c.x`: a struct field), is the subquery's own, as Spark
+    resolves inner names first: only qualified outer references are seen."""
     own = {t.alias_or_name.lower() for t in sub.find_all(exp.Table)}
     own |= {s.alias.lower() for s in sub.find_all(exp.Subquery) if s.alias}
     own |= {c.alias.lower() for c in sub.find_all(exp.CTE)}
-    return any(c.table and c.table.lower() not in own for c in sub.find_all(exp.Column))
+    for column in sub.find_all(exp.Column):
+        first = column.parts[0].name.lower()
+        if len(column.parts) > 1 and first in outer and first not in own:
+            return True
+    return False
 
