@@ -15,9 +15,10 @@ A statement that changes nothing commits nothing. The result is one row of metri
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, functions as F
+from sqlglot import exp
 
 from pyice_sql.catalog.base import Table
 from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate
@@ -29,13 +30,14 @@ from pyice_sql.compile.merge_rows import (
 from pyice_sql.compile.store_assignment import check_values
 from pyice_sql.errors import AnalysisError, CardinalityError
 from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
-from pyice_sql.expr.from_sql import to_predicate
+from pyice_sql.expr.from_sql import target_columns, to_predicate
 from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
 from pyice_sql.model.conversions import to_internal
 from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.snapshots import MAIN_BRANCH, Operation
 from pyice_sql.plan import builder
 from pyice_sql.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, PruningFilter, RowLevelPlan
+from pyice_sql.plan.rules.expression_placement import check_placement
 from pyice_sql.plan.rules.join_type import choose_join
 from pyice_sql.plan.rules.prune_target import prune_target
 from pyice_sql.plan.rules.write_mode import choose_write_mode
@@ -105,6 +107,7 @@ class RowLevelExecutor:
         plan = prune_target(plan, schema, self._target_column(plan, schema, source_cols),
                             self._source_column(plan, source_cols))
         plan = choose_write_mode(plan, dict(table.metadata.properties))
+        check_placement(plan, source is None or source._jdf.queryExecution().analyzed().deterministic())
         return table, plan, source
 
     def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:
@@ -130,18 +133,9 @@ class RowLevelExecutor:
     # --- resolution helpers -------------------------------------------------------------------
     @staticmethod
     def _target_column(plan: RowLevelPlan, schema, source_cols: set[str]):
-        alias = plan.target_alias.lower()
-        names = {plan.target.name.lower(), alias}
-
-        def is_target(col) -> str | None:
-            if col.table:
-                if col.table.lower() not in names:
-                    return None
-            elif col.name.lower() in source_cols:
-                return None  # unqualified and present on both sides: not safely the target's
-            f = schema.find_field(col.name)
-            return f.name if f is not None else None
-        return is_target
+        """Resolves a reference to the target's column or nested field (see `target_columns`)."""
+        others = {plan.source_alias.lower()} if plan.source_alias else set()
+        return target_columns(schema, _qualifiers(plan), others, source_cols)
 
     @staticmethod
     def _source_column(plan: RowLevelPlan, source_cols: set[str]):
@@ -210,8 +204,7 @@ class RowLevelExecutor:
         target = read_tasks(self.spark, schema, tasks, with_metadata=True).withColumn(TARGET_MARK, F.lit(True))
         target_view = self._view(target)
         source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
-        if plan.where is not None:
-            plan = plan.with_(where=self._replace_pyice_tables(plan.where))
+        plan = self._read_pyice_tables_from_views(plan)
         stored = self._store_assignment(plan, schema, target_view, source_view)
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored)).persist()
         self._persisted.append(tagged)
@@ -295,13 +288,22 @@ class RowLevelExecutor:
         types = {f.name: f.dataType for f in self.spark.sql(probe).schema.fields}  # analysis only
         return check_values(plan, types, schema_to_spark(schema, with_ids=False), value_name)
 
-    def _replace_pyice_tables(self, where):
-        """Subqueries in WHERE may read pyice tables: point them at temp views over scans."""
-        refs = st.tables_read(where)
+    def _read_pyice_tables_from_views(self, plan: RowLevelPlan) -> RowLevelPlan:
+        """Subqueries anywhere in the statement (WHERE, ON, clause conditions, SET and INSERT
+        values) may read pyice tables, the target included: Spark cannot resolve those names,
+        so each table is scanned once into a temp view and every reference points at it."""
+        exprs = [e for e in (plan.where, plan.on) if e is not None]
+        exprs += [e for i in plan.instructions for e in (i.condition, *i.values.values()) if e is not None]
+        refs = dict.fromkeys(ref for e in exprs for ref in st.tables_read(e))
         if not refs:
-            return where
+            return plan
         views = {ref: self._view(self.session.scan_ref(ref)) for ref in refs}
-        return st.replace_tables(where, lambda r: views[r])
+
+        def swap(e: exp.Expression | None) -> exp.Expression | None:
+            return st.replace_tables(e, lambda r: views[r]) if e is not None and st.tables_read(e) else e
+        instructions = tuple(replace(i, condition=swap(i.condition), values={k: swap(v) for k, v in i.values.items()})
+                             for i in plan.instructions)
+        return plan.with_(where=swap(plan.where), on=swap(plan.on), instructions=instructions)
 
     @staticmethod
     def _removed_files(tasks: list[FileScanTask], scan: ScanPlan) -> list[RemovedFile]:
@@ -326,15 +328,7 @@ class RowLevelExecutor:
         if plan.where is None:
             strict: Expression = AlwaysTrue()
         else:
-            names = {plan.target_alias.lower(), plan.target.name.lower()}
-
-            def is_target(col) -> str | None:
-                if col.table and col.table.lower() not in names:
-                    return None
-                f = schema.find_field(col.name)
-                return f.name if f is not None else None
-
-            strict = to_predicate(plan.where, is_target, schema, "strict")
+            strict = to_predicate(plan.where, target_columns(schema, _qualifiers(plan)), schema, "strict")
         metrics = StrictMetricsEvaluator(schema, strict)
         evals: dict[int, PartitionEvaluator] = {}
         whole, rest = [], []
@@ -365,6 +359,12 @@ class RowLevelExecutor:
             f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row, so the "
             f"WHEN MATCHED clauses would be ambiguous. Examples: {examples}. "
             "Deduplicate the source on the join keys (e.g. keep the latest row per key).")
+
+
+def _qualifiers(plan: RowLevelPlan) -> list[tuple[str, ...]]:
+    """What may qualify the target's columns: its alias and its name (the builder has already
+    re-qualified `catalog.db.t.c` with the alias)."""
+    return [(plan.target_alias.lower(),), (plan.target.name.lower(),)]
 
 
 def _file_scoped_deletes(task: FileScanTask):

@@ -57,6 +57,17 @@ class AnalysisError(PyIceError):
     """The SQL parses but does not make sense: unknown table/column/catalog, type errors, ambiguity."""
 
 
+class ExpressionNotAllowedError(AnalysisError):
+    """An expression Spark rejects where it stands in a row-level statement (non-deterministic or
+    a subquery in a condition, ...); `error_class` is Spark's name for the error, which the message
+    starts with, as Spark's do."""
+
+    def __init__(self, error_class: str, message: str, *, position: SqlPosition | None = None,
+                 sql: str | None = None):
+        super().__init__(f"[{error_class}] {message}", position=position, sql=sql)
+        self.error_class = error_class
+
+
 class NoSuchTableError(AnalysisError):
     """The named table does not exist."""
 

@@ -31,7 +31,7 @@ from pyice_sql.errors import (
     AnalysisError, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, NotNullViolationError,
     PyIceError, SqlPosition, TableAlreadyExistsError, UnsupportedError,
 )
-from pyice_sql.expr.from_sql import to_predicate
+from pyice_sql.expr.from_sql import target_columns, to_predicate
 from pyice_sql.io.fileio import is_local, local_path
 from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, eq
 from pyice_sql.model.conversions import to_internal
@@ -216,16 +216,10 @@ class IceSession:
                 return None
             if table.find_ancestor(st.exp.From) is None or table.find_ancestor(st.exp.From).parent is not select:
                 return None
-            tbl = self.load_ref(ref)
-            schema = tbl.metadata.schema()
-            qualifiers = {(ref.alias or ref.name).lower(), ref.name.lower()}
-
-            def is_target(col: st.exp.Column) -> str | None:
-                if col.table and col.table.lower() not in qualifiers:
-                    return None
-                return col.name if schema.find_field(col.name) is not None else None
-
-            return to_predicate(select.args["where"].this, is_target, schema, "inclusive")
+            schema = self.load_ref(ref).metadata.schema()
+            full = [p.lower() for p in (ref.catalog, *ref.namespace, ref.name) if p]
+            qualifiers = [(ref.alias.lower(),)] if ref.alias else [tuple(full[i:]) for i in range(len(full))]
+            return to_predicate(select.args["where"].this, target_columns(schema, qualifiers), schema, "inclusive")
         return None
 
     def _do_Query(self, stmt: st.Query) -> DataFrame:

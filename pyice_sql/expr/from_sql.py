@@ -7,9 +7,14 @@ for non-null p, giving `p IS NOT NULL AND p != 'a'`, so a strict projection neve
 partition with null p matches.
 
 What cannot be translated (other tables' columns, functions, subqueries, literals that do not
-convert exactly to the column type) is approximated in the mode's safe direction: AlwaysTrue
-for `inclusive` (may keep too much), AlwaysFalse for `strict` (may claim too little). The
-approximation is applied to the TRUE/FALSE form, never negated, so it stays sound under NOT.
+convert exactly to the column type, struct/list/map columns, anything that would not bind to
+the schema) is approximated in the mode's safe direction: AlwaysTrue for `inclusive` (may keep
+too much), AlwaysFalse for `strict` (may claim too little). The approximation is applied to
+the TRUE/FALSE form, never negated, so it stays sound under NOT. So pruning never turns a
+valid statement into an error: what it cannot use is left to Spark.
+
+Fields nested in structs (`t.addr.city`) are translated as Iceberg binds them, by their dotted
+path (`addr.city`); `target_columns` resolves a column reference to that path as Spark does.
 
 Literal timestamps without an offset are read as UTC: the engine runs Spark with
 `spark.sql.session.timeZone=UTC`.
@@ -25,13 +30,14 @@ from typing import Any, Callable, Literal
 from sqlglot import exp
 
 from pyice_sql.expr.predicates import (
-    AlwaysFalse, AlwaysTrue, And, Expression, Or, Predicate, Op, Ref,
+    AlwaysFalse, AlwaysTrue, And, Expression, Or, Predicate, Op, Ref, bind,
 )
 from pyice_sql.model.conversions import decimal_unscaled, to_internal
 from pyice_sql.model.schema import Schema
 from pyice_sql.model.types import IcebergType, NestedField, PrimitiveType
 
 Mode = Literal["inclusive", "strict"]
+TargetColumn = Callable[[exp.Expression], "str | None"]
 
 
 class _Untranslatable(Exception):
@@ -66,7 +72,55 @@ def split_conjuncts(cond: exp.Expression) -> list[exp.Expression]:
     return [cond]
 
 
-def to_predicate(cond: exp.Expression, is_target_column: Callable[[exp.Column], str | None], schema: Schema,
+def column_path(node: exp.Expression) -> tuple[str, ...] | None:
+    """The name parts of a column reference (`cat.db.t.c.x`, however sqlglot split it), or None."""
+    names: list[str] = []
+    while isinstance(node, exp.Dot):
+        if not isinstance(node.expression, exp.Identifier):
+            return None
+        names.insert(0, node.expression.name)
+        node = node.this
+    if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
+        return None
+    return tuple(p.name for p in node.parts) + tuple(names)
+
+
+def target_columns(schema: Schema, qualifiers: list[tuple[str, ...]], other_qualifiers: set[str] = frozenset(),
+                   shadowed: set[str] = frozenset()) -> TargetColumn:
+    """Resolve column references to the target's field paths (`c` or `c.x`), with Spark's rules.
+
+    `qualifiers`: the name parts that may qualify the target's columns (its alias, or its name
+    with any prefix of `catalog.db`), lowercase. A reference whose leading parts are a qualifier
+    is that table's column (then nested fields); otherwise its first part is a column of the
+    target, unless it names another table (`other_qualifiers`) or a column the other side has
+    too (`shadowed`: not safely the target's). Names holding a dot are not resolved (the dotted
+    path would misread them).
+    """
+    ordered = sorted({tuple(q) for q in qualifiers}, key=len, reverse=True)
+
+    def resolve(node: exp.Expression) -> str | None:
+        parts = column_path(node)
+        if parts is None or any("." in p for p in parts):
+            return None
+        lowered = tuple(p.lower() for p in parts)
+        rest = next((parts[len(q):] for q in ordered if len(q) < len(parts) and lowered[:len(q)] == q), None)
+        if rest is None:
+            if (lowered[0] in other_qualifiers and len(parts) > 1) or lowered[0] in shadowed:
+                return None
+            rest = parts
+        field = schema.find_field(".".join(rest))
+        if field is None:
+            return None
+        path, struct = [], schema.struct
+        for name in rest:
+            child = struct.field_by_name(name)
+            path.append(child.name)
+            struct = child.type
+        return ".".join(path)
+    return resolve
+
+
+def to_predicate(cond: exp.Expression, is_target_column: TargetColumn, schema: Schema,
                  mode: Mode = "inclusive", case_sensitive: bool = False) -> Expression:
     """An unbound predicate over target columns implied by (inclusive) or implying (strict) `cond`.
 
@@ -79,8 +133,7 @@ def to_predicate(cond: exp.Expression, is_target_column: Callable[[exp.Column], 
 
 
 class _Translator:
-    def __init__(self, is_target_column: Callable[[exp.Column], str | None], schema: Schema, mode: Mode,
-                 case_sensitive: bool) -> None:
+    def __init__(self, is_target_column: TargetColumn, schema: Schema, mode: Mode, case_sensitive: bool) -> None:
         self.is_target_column = is_target_column
         self.schema = schema
         self.unknown: Expression = AlwaysTrue() if mode == "inclusive" else AlwaysFalse()
@@ -103,9 +156,11 @@ class _Translator:
         if isinstance(node, exp.Null):
             return AlwaysFalse()
         try:
-            return self._leaf(node, truth)
-        except _Untranslatable:
+            leaf = self._leaf(node, truth)
+            bind(leaf, self.schema, self.case_sensitive)  # what would not bind cannot prune
+        except (_Untranslatable, ValueError):
             return self.unknown
+        return leaf
 
     # --- leaves ----------------------------------------------------------------------------------
 
@@ -131,7 +186,7 @@ class _Translator:
             return self._in(node, truth)
         if isinstance(node, exp.Like):
             return self._like(node, truth)
-        if isinstance(node, exp.Column):
+        if isinstance(node, (exp.Column, exp.Dot)):
             name, field = self._column(node)
             if field.type != PrimitiveType("boolean"):
                 raise _Untranslatable
@@ -139,15 +194,16 @@ class _Translator:
         raise _Untranslatable
 
     def _column(self, node: exp.Expression) -> tuple[str, NestedField]:
+        """The target field a column reference names; only primitive fields have pruning metrics."""
         while isinstance(node, exp.Paren):
             node = node.this
-        if not isinstance(node, exp.Column):
+        if not isinstance(node, (exp.Column, exp.Dot)):
             raise _Untranslatable
         name = self.is_target_column(node)
         if name is None:
             raise _Untranslatable
         field = self.schema.find_field(name, self.case_sensitive)
-        if field is None:
+        if field is None or not field.type.is_primitive:
             raise _Untranslatable
         return name, field
 

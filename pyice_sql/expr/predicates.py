@@ -452,9 +452,13 @@ def _bind_predicate(pred: Predicate, schema: Schema, case_sensitive: bool) -> Ex
         raise ValueError(f"cannot bind {pred}: {op} needs a float or double column, not {t}")
     if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH) and t != PrimitiveType("string"):
         raise ValueError(f"cannot bind {pred}: {op} needs a string column, not {t}")
-    if field.required and op == Op.IS_NULL:
+    # A required field inside an optional struct is NULL wherever its struct is: only a field
+    # required all the way down is never NULL.
+    parts = pred.ref.name.split(".")
+    never_null = all(schema.find_field(".".join(parts[:i]), case_sensitive).required for i in range(1, len(parts) + 1))
+    if never_null and op == Op.IS_NULL:
         return AlwaysFalse()
-    if field.required and op == Op.NOT_NULL:
+    if never_null and op == Op.NOT_NULL:
         return AlwaysTrue()
     values = tuple(_bind_literal(t, v, pred) for v in pred.values)
     if op in SET_OPS:
@@ -470,7 +474,7 @@ def bind(expr: Expression, schema: Schema, case_sensitive: bool = False) -> Expr
     """Resolve column names to field ids and check literals against the column types.
 
     Raises:
-        ValueError: an unknown column, a nested column, or a literal of the wrong form.
+        ValueError: an unknown column, a struct/list/map column, or a literal of the wrong form.
     """
     if isinstance(expr, Predicate):
         return _bind_predicate(expr, schema, case_sensitive)

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 from sqlglot import exp
 
 from pyice_sql.errors import AnalysisError, ParseError
-from pyice_sql.expr.from_sql import to_predicate
+from pyice_sql.expr.from_sql import target_columns, to_predicate
 from pyice_sql.expr.predicates import Expression
 from pyice_sql.model.schema import Schema
 
@@ -92,4 +92,4 @@ def where_predicate(where: str | None, schema: Schema, procedure: str) -> Expres
         if schema.find_field(col.name) is None:
             raise AnalysisError(f"{procedure}: where refers to unknown column {col.name!r}; "
                                 f"columns: {', '.join(f.name for f in schema.fields)}")
-    return to_predicate(cond, lambda c: c.name, schema, "inclusive")
+    return to_predicate(cond, target_columns(schema, []), schema, "inclusive")

@@ -553,6 +553,15 @@ def test_race_conflicting_updates_lose_nothing(spark, warehouse, monkeypatch, mo
 
 @pytest.mark.parametrize("sc,mode", UNITS, ids=[f"{sc.name}-{SHORT[m]}" for sc, m in UNITS])
 def test_differential(ice, reference, sc: Scenario, mode: str):
+    check_unit(ice, reference, sc, mode)
+
+
+def check_unit(ice, reference, sc: Scenario, mode: str, errors: dict = ERRORS) -> None:
+    """Run one scenario in one mode on pyice and compare every step with the reference's batch.
+
+    `errors` maps a Step's `error` to (pyice error types, reference message markers); a pyice
+    error that names Spark's error class (`error_class`) must name one of the markers.
+    """
     batch: Batch = reference.batch
     unit = batch.units[(sc.name, mode)]
     setup, steps, row_query = unit_statements(sc, mode, "local")
@@ -582,13 +591,15 @@ def test_differential(ice, reference, sc: Scenario, mode: str):
         assert "error" not in java_rows, f"{what}: reference could not read back: {java_rows['error']}"
         java = sort_rows(java_rows["rows"])
         if step.error is not None:
-            kinds, java_markers = ERRORS[step.error]
+            kinds, java_markers = errors[step.error]
             assert "error" in java_stmt, f"{what}: the reference accepted it, expected a {step.error} error"
             assert any(mk in java_stmt["error"] for mk in java_markers), \
                 f"{what}: the reference failed differently: {java_stmt['error'][:500]}"
             assert err is not None, f"{what}: pyice accepted it ({metrics}); the reference failed: " \
                                     f"{java_stmt['error'][:300]}"
             assert _is_expected(err, kinds), f"{what}: pyice raised {type(err).__name__}: {err}, expected {step.error}"
+            assert getattr(err, "error_class", java_markers[0]) in java_markers, \
+                f"{what}: pyice names error class {err.error_class}, the reference one of {java_markers}"
             assert snaps_after == snaps_before, f"{what}: a failed statement committed a snapshot"
             assert ours == before, f"{what}: a failed statement changed the rows"
         else:

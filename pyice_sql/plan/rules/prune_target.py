@@ -19,12 +19,10 @@ from typing import Callable
 
 from sqlglot import exp
 
-from pyice_sql.expr.from_sql import split_conjuncts, to_predicate
+from pyice_sql.expr.from_sql import TargetColumn, split_conjuncts, to_predicate
 from pyice_sql.expr.predicates import AlwaysTrue, And, Expression, Or
 from pyice_sql.model.schema import Schema
 from pyice_sql.plan.nodes import MATCHED, NOT_MATCHED_BY_SOURCE, PruningFilter, RowLevelPlan
-
-TargetColumn = Callable[[exp.Column], str | None]
 
 
 def _condition_filter(conditions: list[exp.Expression | None], is_target: TargetColumn, schema: Schema) -> Expression:
@@ -45,7 +43,7 @@ def equality_keys(on: exp.Expression, is_target: TargetColumn, is_source: Callab
             left, right = conj.this, conj.expression
             for t_side, s_side in ((left, right), (right, left)):
                 t, s = is_target(t_side), is_source(s_side)
-                if t is not None and s is not None:
+                if t is not None and s is not None and "." not in t:  # a top-level column: keys are read by name
                     keys.append((t, s))
                     break
     return tuple(keys)
