@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from pyspark.sql import Column, DataFrame, Observation, functions as F, types as T
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, functions as F, types as T
 
 from pyice_sql.faults import fault_point
 from pyice_sql.io.fileio import FileIO
@@ -147,6 +148,28 @@ def _unescape(segment: str) -> str:
     return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), segment)
 
 
+_REBASE_IN_WRITE = ("spark.sql.parquet.datetimeRebaseModeInWrite", "spark.sql.parquet.int96RebaseModeInWrite")
+
+
+@contextmanager
+def proleptic_calendar(spark: SparkSession) -> Iterator[None]:
+    """Write dates and timestamps as they are (Iceberg's proleptic Gregorian calendar), also before
+    1582, whatever the session's rebase mode. Spark's Parquet writer takes the mode only from the
+    session conf (no per-write option), so it is set for the write and then restored."""
+    conf = spark.conf
+    previous = {k: conf.get(k, None) for k in _REBASE_IN_WRITE}
+    for k in _REBASE_IN_WRITE:
+        conf.set(k, "CORRECTED")
+    try:
+        yield
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                conf.unset(k)
+            else:
+                conf.set(k, v)
+
+
 # Spark's `_SUCCESS` file would sit in the table's data folder referenced by nothing (an orphan).
 NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
 
@@ -185,7 +208,8 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
               .option("compression", "none" if codec == "uncompressed" else codec))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])
-    writer.parquet(write_dir)
+    with proleptic_calendar(df.sparkSession):
+        writer.parquet(write_dir)
     described = describe_written_files(ctx, write_dir, folders, content)
     if observation is not None:
         described = _with_nan_counts(described, observation.get, nan_columns)
