@@ -43,7 +43,7 @@ from pyice_sql.scan.table_scan import TimeTravel, branch_head, scan
 from pyice_sql.compile.store_assignment import assign_frame
 from pyice_sql.spark_errors import translate as translate_spark_error
 from pyice_sql.spark_schema import schema_to_spark, to_spark_type
-from pyice_sql.sql import statements as st
+from pyice_sql.sql import statements as st, write_order
 from pyice_sql.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.write.data_writer import enforce_not_null, quote
 from pyice_sql.write.operations import append, overwrite, replace_table
@@ -112,8 +112,9 @@ class IceSession:
 
     # --- routing --------------------------------------------------------------------------
     def execute(self, sql: str, position=None) -> DataFrame:
-        stmt = st.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
-                                  is_temp_view=self._is_temp_view, start=position)
+        stmt = (write_order.parse(sql, self.catalogs.__contains__, self.current_catalog, position)
+                or st.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
+                                      is_temp_view=self._is_temp_view, start=position))
         try:
             out = self._run(stmt)
             if not isinstance(stmt, (st.Query, st.PassThrough)):  # it may have changed tables
@@ -366,6 +367,9 @@ class IceSession:
 
     def _do_AlterTableSetProperties(self, stmt: st.AlterTableSetProperties) -> None:
         self._alter(stmt.table, lambda md: md.set_properties(stmt.properties))
+
+    def _do_SetWriteOrder(self, stmt: write_order.SetWriteOrder) -> None:
+        self._alter(stmt.table, lambda md: ddl.set_write_order(md, stmt.order, stmt.distribution_mode))
 
     def _do_AlterTableUnsetProperties(self, stmt: st.AlterTableUnsetProperties) -> None:
         def change(md):
