@@ -28,7 +28,7 @@ _WRITE = re.compile(r"WRITE\s+(?:(?P<unordered>UNORDERED)|(?P<locally>LOCALLY\s+
                     re.IGNORECASE | re.DOTALL)
 _PROPERTIES = re.compile(r"SET\s+TBLPROPERTIES\s*\((?P<body>.*)\)\Z", re.IGNORECASE | re.DOTALL)
 _STRING = r"'(?:[^'\\]|\\.|'')*'"
-_PAIR = re.compile(rf"\s*(?P<k>{_STRING})\s*=?\s*(?P<v>{_STRING})\s*(?:,|\Z)", re.DOTALL)
+_PAIR = re.compile(rf"\s*(?P<k>{_STRING})\s*(?P<eq>=?)\s*(?P<v>{_STRING})\s*(?:,|\Z)", re.DOTALL)
 _TERM = re.compile(rf"\s*(?:(?P<fn>[A-Za-z_]+)\s*\((?P<args>[^()]*)\)|(?P<col>{_NAME}(?:\s*\.\s*{_NAME})*))"
                    r"(?:\s+(?P<dir>ASC|DESC))?(?:\s+NULLS\s+(?P<nulls>FIRST|LAST))?\s*\Z", re.IGNORECASE)
 
@@ -57,7 +57,7 @@ def parse(sql: str, is_pyice_catalog: Callable[[str], bool], default_catalog: st
         return None
     rest = m.group("rest")
     write, props = _WRITE.match(rest), _PROPERTIES.match(rest)
-    if write is None and (props is None or _has_equals(props.group("body"))):
+    if write is None and (props is None or _all_with_equals(props.group("body"))):
         return None  # not one of ours, or plain SET TBLPROPERTIES ('k' = 'v'), which the main parser takes
     table = _table_ref(m.group("name"), is_pyice_catalog, default_catalog, sql, start)
     if table is None:
@@ -84,8 +84,9 @@ def _table_ref(name: str, is_pyice_catalog, default_catalog: str, sql: str,
     return st.TableRef(catalog, tuple(rest[:-1]), rest[-1], position=SqlPosition.of_offset(sql, sql.index(name), start))
 
 
-def _has_equals(body: str) -> bool:
-    return bool(re.search(rf"{_STRING}\s*=", body))
+def _all_with_equals(body: str) -> bool:
+    pairs = [m.group("eq") for m in _PAIR.finditer(body)]
+    return bool(pairs) and all(pairs)
 
 
 def _properties(body: str, sql: str, start: SqlPosition | None) -> dict[str, str]:
