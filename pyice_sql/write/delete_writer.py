@@ -5,7 +5,9 @@ and is recorded in that data file's spec and partition with `referenced_data_fil
 every reader (Java, PyIceberg by its equal file_path bounds, DuckDB) scopes it to that one
 file. The `file_path` strings are the data file's manifest path, byte for byte. Rows are
 routed to their delete file by a small integer per target data file used as the output
-folder, so the job needs no per-file driver work beyond naming the targets.
+folder of a staging write, so the job needs no per-file driver work beyond naming the targets;
+each file then moves to Iceberg's place for it (its data file's partition folder, named
+`<task>-0-<operation id>-<count>-deletes.parquet`, see write/locations.py).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
 from pyice_sql.faults import fault_point
 from pyice_sql.model import types as it
 from pyice_sql.model.manifest import DataFile, FileContent
+from pyice_sql.model.partitioning import PartitionSpec
 from pyice_sql.model.schema import Schema
 from pyice_sql.spark_schema import FIELD_ID_KEY
 from pyice_sql.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
@@ -48,7 +51,7 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
                     F.col("_pos").cast("long").alias("pos", metadata={FIELD_ID_KEY: 2147483545}),
                     F.col(_TARGET)))
     rows = rows.repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "pos")
-    operation_id = new_operation_id()
+    operation_id = new_operation_id(deletes=True)
     out_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     codec = ctx.properties.get("write.delete.parquet.compression-codec",
                                ctx.properties.get("write.parquet.compression-codec", "zstd")).lower()
@@ -71,7 +74,6 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
     return out
 
 
-
-def _partition_path(ctx: WriteContext, spec, target: DataFile) -> str:
+def _partition_path(ctx: WriteContext, spec: PartitionSpec | None, target: DataFile) -> str:
     """The partition folder of a delete file: its data file's, in that file's spec (as Java)."""
     return partition_to_path(spec, ctx.schema, target.partition) if spec is not None and spec.fields else ""

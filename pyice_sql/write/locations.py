@@ -62,9 +62,10 @@ def data_location(table_location: str, properties: dict[str, str]) -> str:
     return f"{table_location.rstrip('/')}/data"
 
 
-def new_operation_id() -> str:
-    """A write's operation id, shaped as Spark's Iceberg writes name theirs (`<uuid>-<epoch>`)."""
-    return f"{uuid.uuid4()}-0"
+def new_operation_id(deletes: bool = False) -> str:
+    """A write's operation id, shaped as Iceberg's Spark writes name theirs: `<query uuid>-<epoch>`
+    for data files of a batch write, the bare query uuid for a row-level write's delete files."""
+    return str(uuid.uuid4()) if deletes else f"{uuid.uuid4()}-0"
 
 
 def file_name(partition_id: int, task_id: int, operation_id: str, count: int, deletes: bool = False) -> str:

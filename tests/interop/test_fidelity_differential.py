@@ -49,7 +49,8 @@ ORDER_DDL = [
     "ALTER TABLE {t} WRITE ORDERED BY id DESC NULLS FIRST, bucket(4, s), truncate(s, 2) ASC NULLS LAST",
 ]
 ORDER_INSERT = "INSERT INTO {t} SELECT id, cast(id % 7 AS string), TIMESTAMP '2024-01-01 00:00:00' FROM range(200)"
-FILE_NAME = re.compile(r"^\d{5}-\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-0-\d{5}(-deletes)?\.parquet$")
+UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+FILE_NAME = re.compile(rf"^\d{{5}}-\d+-{UUID}(-0-\d{{5}}|-\d{{5}}-deletes)\.parquet$")
 
 
 def java_side(wh: str) -> list[str]:
