@@ -79,6 +79,10 @@ def _print_result(df, max_rows: int, elapsed: float) -> None:
         print(f"  {r.num_affected_rows} row{'s' if r.num_affected_rows != 1 else ''} affected ({r.num_updated_rows} updated, {r.num_deleted_rows} deleted, "
               f"{r.num_inserted_rows} inserted); data files +{r.num_added_data_files} -{r.num_removed_data_files}, "
               f"delete files +{r.num_added_delete_files}; snapshot {r.snapshot_id} | {elapsed:.2f}s")
+    elif df.columns == ["plan"]:  # EXPLAIN (ours or Spark's): the plan as text, as the notebook shows it
+        for r in df.collect():
+            print(r.plan.rstrip("\n"))
+        print(f"  {elapsed:.2f}s")
     elif df.columns and df.columns != ["result"]:
         rows = df.take(max_rows + 1)
         df.show(max_rows, truncate=False)

@@ -13,7 +13,7 @@ from pyice_sql.model import types as it
 from pyice_sql.model.metadata import TableMetadata, new_table_metadata
 from pyice_sql.model.partitioning import PartitionField, PartitionSpec
 from pyice_sql.model.schema import Schema, name_mapping_json
-from pyice_sql.model.sort_order import UNSORTED
+from pyice_sql.model.sort_order import UNSORTED, SortField, SortOrder
 from pyice_sql.model.transforms import Transform, parse_transform
 from pyice_sql.spark_schema import spark_to_schema, spark_type_to_iceberg
 from pyice_sql.sql.statements import ColumnSpec, NewColumn, PartitionTransform
@@ -285,3 +285,18 @@ def replace_partition_field(md: TableMetadata, old: PartitionTransform, new: Par
     victim = _find_partition_field(md, old)
     kept = tuple(f for f in md.spec().fields if f != victim)
     return _spec_with(md, kept + (_new_partition_field(md, kept, new, name),))
+
+
+def set_write_order(md: TableMetadata, terms, distribution_mode: str) -> TableMetadata:
+    """ALTER TABLE ... WRITE ...: the new default sort order (an equal existing one is reused, as
+    Iceberg's ReplaceSortOrder does; no terms is the unsorted order 0) and write.distribution-mode."""
+    fields = []
+    for term in terms:
+        transform, source_id, _ = transform_of(term.transform, md.schema())
+        fields.append(SortField(source_id, transform, term.direction, term.null_order))
+    order = next((o for o in md.sort_orders if o.fields == tuple(fields)), None)
+    if order is None:
+        order = SortOrder(max(o.order_id for o in md.sort_orders) + 1, tuple(fields))
+        md = md._with(sort_orders=md.sort_orders + (order,))
+    return md._with(default_sort_order_id=order.order_id).set_properties(
+        {"write.distribution-mode": distribution_mode})

@@ -82,7 +82,8 @@ class Runtime:
         spec = md.spec() if spec_id is None else md.spec_by_id(spec_id)
         return WriteContext(schema=md.schema(), spec=spec, location=md.location, properties=dict(md.properties),
                             io=table.io, footer_stats=self.shim.footer_stats,
-                            bytes_per_row=_bytes_per_row(table))
+                            bytes_per_row=_bytes_per_row(table), specs=tuple(md.specs),
+                            sort_order=md.sort_order())
 
 
 def _bytes_per_row(table: Table) -> float:

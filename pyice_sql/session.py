@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from pyice_sql import config, ddl, procedures
 from pyice_sql import refs_ddl
+from pyice_sql.live_relations import LiveRelations
 from pyice_sql.catalog.base import Catalog, Table, TableIdentifier
 from pyice_sql.catalog.hadoop import HadoopCatalog
 from pyice_sql.catalog.sql import SqlCatalog
@@ -43,7 +44,7 @@ from pyice_sql.scan.table_scan import TimeTravel, branch_head, scan
 from pyice_sql.compile.store_assignment import assign_frame
 from pyice_sql.spark_errors import translate as translate_spark_error
 from pyice_sql.spark_schema import schema_to_spark, to_spark_type
-from pyice_sql.sql import statements as st
+from pyice_sql.sql import statements as st, write_order
 from pyice_sql.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.write.data_writer import enforce_not_null, quote
 from pyice_sql.write.operations import append, overwrite, replace_table
@@ -63,6 +64,7 @@ class IceSession:
         self.current_catalog = default_catalog
         self.current_namespace: tuple[str, ...] = ()
         self.last_plan = None  # the ScanPlan of the most recent single-table read (EXPLAIN, tests)
+        self.relations = LiveRelations(self)
 
     # --- public API -----------------------------------------------------------------------
     def sql(self, text: str, variables: Mapping[str, str] | None = None,
@@ -107,13 +109,18 @@ class IceSession:
                          else F.lit(None).alias(f.name) for f in table.metadata.schema().fields])
         self._check_required(table, df, missing)
         append(self.runtime, table, df)
+        self.relations.refresh()
 
     # --- routing --------------------------------------------------------------------------
     def execute(self, sql: str, position=None) -> DataFrame:
-        stmt = st.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
-                                  is_temp_view=self._is_temp_view, start=position)
+        stmt = (write_order.parse(sql, self.catalogs.__contains__, self.current_catalog, position)
+                or st.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
+                                      is_temp_view=self._is_temp_view, start=position))
         try:
-            return self._run(stmt)
+            out = self._run(stmt)
+            if not isinstance(stmt, (st.Query, st.PassThrough)):  # it may have changed tables
+                self.relations.refresh()
+            return out
         except PyIceError as e:
             if e.sql is None:
                 e.sql = sql
@@ -123,6 +130,7 @@ class IceSession:
             if named is None:
                 raise
             named.sql = sql
+            named.message = self.relations.user_message(named.message)
             raise named from e
 
     def _run(self, stmt: st.Statement) -> DataFrame:
@@ -176,7 +184,8 @@ class IceSession:
 
     def query_frame(self, query: st.Query) -> DataFrame:
         """Run a query that reads pyice tables: each becomes a temp view over a pruned scan."""
-        views: dict[st.TableRef, str] = {}
+        views: dict[st.TableRef, str | None] = {}
+        own: list[str] = []
         counts: dict[st.TableRef, int] = {}
         for table in query.expression.find_all(st.exp.Table):
             ref = st.table_ref_of(table)
@@ -184,14 +193,16 @@ class IceSession:
                 counts[ref] = counts.get(ref, 0) + 1
         try:
             for ref in query.tables:
-                name = f"__pyice_{next(_view_ids)}"
-                self.scan_ref(ref, self._pushdown(query.expression, ref) if counts.get(ref) == 1 else None
-                              ).createOrReplaceTempView(name)
-                views[ref] = name
+                views[ref] = self.relations.cached_name(ref)  # a cached table is read from its cache
+                if views[ref] is None:
+                    views[ref] = name = f"__pyice_{next(_view_ids)}"
+                    self.scan_ref(ref, self._pushdown(query.expression, ref) if counts.get(ref) == 1 else None
+                                  ).createOrReplaceTempView(name)
+                    own.append(name)
             sql = st.replace_tables(query.expression, lambda r: views[r]).sql(dialect="spark")
             return self.spark.sql(sql)
         finally:
-            for name in views.values():
+            for name in own:
                 self.spark.catalog.dropTempView(name)
 
     def scan_ref(self, ref: st.TableRef, row_filter: Expression | None = None) -> DataFrame:
@@ -223,6 +234,8 @@ class IceSession:
         return None
 
     def _do_Query(self, stmt: st.Query) -> DataFrame:
+        if self.relations.handles(stmt):  # temp views and caches live on after the statement
+            return self.relations.run(stmt)
         return self.query_frame(stmt)
 
     # --- namespaces and DDL ---------------------------------------------------------------
@@ -349,6 +362,9 @@ class IceSession:
 
     def _do_AlterTableSetProperties(self, stmt: st.AlterTableSetProperties) -> None:
         self._alter(stmt.table, lambda md: md.set_properties(stmt.properties))
+
+    def _do_SetWriteOrder(self, stmt: write_order.SetWriteOrder) -> None:
+        self._alter(stmt.table, lambda md: ddl.set_write_order(md, stmt.order, stmt.distribution_mode))
 
     def _do_AlterTableUnsetProperties(self, stmt: st.AlterTableUnsetProperties) -> None:
         def change(md):

@@ -19,6 +19,10 @@ _OUT_OF_RANGE = re.compile(r"value out of range for column [^\n]*? in store assi
 _NAME = re.compile(r"`((?:[^`]|``)+)`((?:\.`(?:[^`]|``)+`)*)")
 _SPARK_POS = re.compile(r"\(?line (\d+),? pos (\d+)\)?")
 _MAX_MESSAGE = 500
+# Columns and names pyice_sql adds to the frames Spark analyses (scan metadata columns, MERGE
+# markers and keys, temp view names): never the user's, so never offered as suggestions.
+_INTERNAL_COLUMNS = frozenset({"_file", "_pos", "_spec_id", "_partition", "_seq"})
+_SUGGESTIONS = re.compile(r"(\. Did you mean one of the following\? )\[([^\]]*)\]")
 
 
 def translate(error: BaseException, sql: str | None = None, start: SqlPosition | None = None) -> PyIceError | None:
@@ -63,7 +67,7 @@ def _user_error_kind(error: BaseException) -> type[PyIceError] | None:
 
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else "Spark rejected the statement"
-    line = _SPARK_POS.sub("", line).rstrip(" ;.")
+    line = _hide_internal_columns(_SPARK_POS.sub("", line).rstrip(" ;."))
     return line if len(line) <= _MAX_MESSAGE else line[:_MAX_MESSAGE] + "..."
 
 
@@ -85,3 +89,21 @@ def _position(message: str, text: str, sql: str | None, start: SqlPosition | Non
         offset = sum(len(x) + 1 for x in lines[:line - 1]) + int(m.group(2))
         return SqlPosition.of_offset(sql, offset, start)
     return SqlPosition.of_offset(sql, len(sql) - len(sql.lstrip()), start)
+
+
+def _hide_internal_columns(message: str) -> str:
+    """Drop pyice_sql's own columns from Spark's `Did you mean ...` list (and the list itself
+    when nothing of the user's is left in it)."""
+    m = _SUGGESTIONS.search(message)
+    if m is None:
+        return message
+    kept = []
+    for item in re.findall(r"`(?:[^`]|``)+`(?:\.`(?:[^`]|``)+`)*", m.group(2)):
+        parts = [p.replace("``", "`") for p in re.findall(r"`((?:[^`]|``)+)`", item)]
+        if parts[-1].lower() in _INTERNAL_COLUMNS or any(p.startswith("__") for p in parts):
+            continue
+        kept.append(item)
+    if kept:
+        return message[:m.start()] + f"{m.group(1)}[{', '.join(kept)}]" + message[m.end():]
+    return (message[:m.start()] + message[m.end():]).replace("UNRESOLVED_COLUMN.WITH_SUGGESTION",
+                                                              "UNRESOLVED_COLUMN.WITHOUT_SUGGESTION")

@@ -13,7 +13,7 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from pyice_sql.faults import fault_point
 
@@ -37,6 +37,7 @@ class FileIO(Protocol):
     def is_dir(self, path: str) -> bool: ...
     def mkdirs(self, path: str) -> None: ...
     def delete_tree(self, path: str) -> None: ...
+    def move(self, src: str, dst: str) -> None: ...
 
 
 def is_local(path: str) -> bool:
@@ -45,9 +46,10 @@ def is_local(path: str) -> bool:
 
 
 def local_path(path: str) -> str:
-    """`file:/a`, `file:///a` or `/a` → `/a` (percent-escapes decoded only for `file://` URIs)."""
+    """`file:/a`, `file:///a` or `/a` → `/a`. `%` is a plain character, as in Hadoop's Path (Iceberg's
+    partition folders are URL-encoded text: `s=a%2Fb` is that folder name on disk)."""
     if path.startswith("file://"):
-        return unquote(urlparse(path).path)
+        return path[len("file://"):]
     if path.startswith("file:"):
         return path[len("file:"):]
     return path
@@ -136,6 +138,13 @@ class LocalFileIO:
     def delete_tree(self, path: str) -> None:
         shutil.rmtree(local_path(path), ignore_errors=True)
 
+    def move(self, src: str, dst: str) -> None:
+        """Rename a file, making the target's folders; never replaces an existing file."""
+        target = local_path(dst)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.link(local_path(src), target)
+        os.unlink(local_path(src))
+
 
 class HadoopFileIO:
     """FileIO through the Hadoop FileSystem API of a running Spark JVM (jvm shim)."""
@@ -183,6 +192,11 @@ class HadoopFileIO:
 
     def delete_tree(self, path: str) -> None:
         self._shim.delete(path, recursive=True)
+
+    def move(self, src: str, dst: str) -> None:
+        self._shim.mkdirs(dst.rsplit("/", 1)[0])
+        if not self._shim.rename_no_overwrite(src, dst):
+            raise FileExistsError(dst)
 
 
 def file_io_for(location: str, shim=None) -> FileIO:

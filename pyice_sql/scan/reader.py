@@ -55,7 +55,10 @@ _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
 def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -> DataFrame:
-    reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
+    # Iceberg stores proleptic Gregorian dates and timestamps: files written by Java (which carry
+    # no Spark calendar marker) are read as they are, whatever the session's rebase setting.
+    reader = (spark.read.schema(schema).option("recursiveFileLookup", "true")
+              .option("datetimeRebaseMode", "CORRECTED").option("int96RebaseMode", "CORRECTED"))
     if len(paths) <= 32 or not all(is_local(p) for p in paths):
         return reader.parquet(*paths)
     # Spark stats every path while building the DataFrame, in a Spark job of one task per path once

@@ -541,7 +541,8 @@ class _Parser:
         reads = tables_read(tree)
         if not reads:
             return PassThrough(self.sql)
-        if isinstance(tree, (exp.Query, exp.Insert, exp.Create, exp.Cache, exp.Merge, exp.Update, exp.Delete)):
+        if isinstance(tree, (exp.Query, exp.Insert, exp.Create, exp.Cache, exp.Uncache, exp.Merge, exp.Update,
+                             exp.Delete)):
             return Query(tree, reads)
         keyword = self.sql.split(None, 1)[0].upper()
         raise self.unsupported(f"{keyword} on pyice table {reads[0].qualified_name}", tree)
@@ -1141,10 +1142,15 @@ def _target_of(tree: exp.Expression) -> exp.Table | None:
     node = (tree.args.get("tables") or [None])[0] if isinstance(tree, exp.Drop) else tree.this
     if isinstance(node, exp.Schema):
         node = node.this
-    if isinstance(tree, (exp.Create, exp.Drop, exp.Insert, exp.Merge, exp.Update, exp.Delete, exp.Alter,
-                         exp.Describe, exp.Use, exp.Cache)) and isinstance(node, exp.Table):
+    if isinstance(tree, (exp.Create, exp.Drop, exp.Insert, exp.Merge, exp.Update, exp.Delete, exp.Alter, exp.Describe,
+                         exp.Use, exp.Cache)) and isinstance(node, exp.Table) and not _caches_table(tree):
         return node
     return None
+
+
+def _caches_table(tree: exp.Expression) -> bool:
+    """`CACHE TABLE <table>` reads its table (`CACHE TABLE <name> AS SELECT` defines one)."""
+    return isinstance(tree, exp.Cache) and tree.args.get("expression") is None
 
 
 def _properties(tree: exp.Expression) -> list[exp.Expression]:

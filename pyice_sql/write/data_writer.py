@@ -10,8 +10,12 @@ How a write works:
      Spark's `partitionBy` writes one folder per partition tuple. The folder value is a tagged
      text form of the internal partition value that we decode exactly (`v<text>` when the text
      is path-safe, `x<hex>` otherwise), so no separate pass is needed to learn partitions.
-  3. The job writes under a folder unique to this write, so listing it afterwards yields
-     exactly the committed task outputs of this write and nothing else.
+  3. The job writes under a staging folder unique to this write, so listing it afterwards
+     yields exactly the committed task outputs of this write and nothing else. Each file is
+     then moved to where Iceberg Java would put it (`write/locations.py`: partition folders
+     such as `ts_day=2024-01-02`, names `<task>-0-<operation id>-<count>.parquet`) and the
+     staging folder is removed. A write that fails at any point leaves only files no snapshot
+     references, under the table's data folder: orphans that remove_orphan_files deletes.
   4. The footers of those files are read on the executors by the shim (no pass over data)
      and turned into DataFiles with exact sizes and column metrics. Parquet footers carry no
      NaN counts, so the job itself counts NaNs per float/double column (a Spark observation,
@@ -22,11 +26,12 @@ from __future__ import annotations
 
 import re
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from pyspark.sql import Column, DataFrame, Observation, functions as F, types as T
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, functions as F, types as T
 
 from pyice_sql.faults import fault_point
 from pyice_sql.io.fileio import FileIO
@@ -34,7 +39,9 @@ from pyice_sql.model import types as it
 from pyice_sql.model.manifest import DataFile, FileContent
 from pyice_sql.model.partitioning import PartitionSpec
 from pyice_sql.model.schema import Schema
+from pyice_sql.model.sort_order import DESC, NULLS_FIRST, UNSORTED, SortOrder
 from pyice_sql.spark_schema import FIELD_ID_KEY, to_spark_type
+from pyice_sql.write.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
 from pyice_sql.write.stats import data_file_from_footer, top_level_leaves
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -55,6 +62,8 @@ class WriteContext:
     io: FileIO
     footer_stats: Callable[[list[str]], list[dict]]
     bytes_per_row: float = DEFAULT_BYTES_PER_ROW
+    specs: tuple[PartitionSpec, ...] = ()  # every spec of the table (delete files follow their data file's)
+    sort_order: SortOrder = UNSORTED  # the table's write order: files are sorted by it and record its id
 
 
 def quote(name: str) -> str:
@@ -198,6 +207,28 @@ def _unescape(segment: str) -> str:
     return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), segment)
 
 
+_REBASE_IN_WRITE = ("spark.sql.parquet.datetimeRebaseModeInWrite", "spark.sql.parquet.int96RebaseModeInWrite")
+
+
+@contextmanager
+def proleptic_calendar(spark: SparkSession) -> Iterator[None]:
+    """Write dates and timestamps as they are (Iceberg's proleptic Gregorian calendar), also before
+    1582, whatever the session's rebase mode. Spark's Parquet writer takes the mode only from the
+    session conf (no per-write option), so it is set for the write and then restored."""
+    conf = spark.conf
+    previous = {k: conf.get(k, None) for k in _REBASE_IN_WRITE}
+    for k in _REBASE_IN_WRITE:
+        conf.set(k, "CORRECTED")
+    try:
+        yield
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                conf.unset(k)
+            else:
+                conf.set(k, v)
+
+
 # Spark's `_SUCCESS` file would sit in the table's data folder referenced by nothing (an orphan).
 NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
 
@@ -217,11 +248,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     folders = partition_folder_sql(spec, schema)
     for name, text_sql, _ in folders:
         out = out.withColumn(name, F.expr(text_sql))
-    if folders:
-        names = [F.col(quote(n)) for n, _, _ in folders]
-        out = out.repartition(*names).sortWithinPartitions(*names)
-    elif rebalance:
-        out = out.hint("rebalance")
+    out = _distribute_and_sort(out, ctx, [F.col(quote(n)) for n, _, _ in folders], rebalance)
     nan_columns = _float_leaves(schema)
     observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
     if observation is not None:
@@ -231,17 +258,45 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     target = int(ctx.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
     max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
     codec = ctx.properties.get("write.parquet.compression-codec", "zstd").lower()
-    write_dir = f"{ctx.location}/data/{uuid.uuid4().hex[:16]}"
+    operation_id = new_operation_id()
+    write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     writer = (out.write.mode("errorifexists").option("maxRecordsPerFile", max_records).options(**NO_SUCCESS_MARKER)
               .option("compression", "none" if codec == "uncompressed" else codec))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])
-    writer.parquet(write_dir)
-    described = describe_written_files(ctx, write_dir, folders, content)
+    with proleptic_calendar(df.sparkSession):
+        writer.parquet(write_dir)
+    described = describe_written_files(ctx, write_dir, folders, operation_id, content)
     if observation is not None:
         described = _with_nan_counts(described, observation.get, nan_columns)
     fault_point("data-files")
     return described
+
+
+def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column], rebalance: bool) -> DataFrame:
+    """Rows to tasks by `write.distribution-mode` (`hash`: by partition, the default for a
+    partitioned table; `range`: by partition and sort order; `none`: as they come), then each task
+    sorts its rows by partition and the table's sort order, so every file is sorted by it."""
+    keys = [_sort_key(f, ctx.schema) for f in ctx.sort_order.fields]
+    mode = ctx.properties.get("write.distribution-mode", "").lower()
+    if mode == "range" and (folders or keys):
+        out = out.repartitionByRange(*folders, *keys)
+    elif folders and mode != "none":
+        out = out.repartition(*folders)
+    elif rebalance and not folders and mode != "none":
+        out = out.hint("rebalance")
+    return out.sortWithinPartitions(*folders, *keys) if folders or keys else out
+
+
+def _sort_key(field, schema: Schema) -> Column:
+    path = schema.field_path(field.source_id)
+    source = schema.find_field(field.source_id)
+    if path is None or source is None:
+        raise ValueError(f"sort field {field.transform} refers to a dropped column (id {field.source_id})")
+    col = F.expr(field.transform.to_sql(".".join(quote(p) for p in path), source.type))
+    if field.direction == DESC:
+        return col.desc_nulls_first() if field.null_order == NULLS_FIRST else col.desc_nulls_last()
+    return col.asc_nulls_first() if field.null_order == NULLS_FIRST else col.asc_nulls_last()
 
 
 def _float_leaves(schema: Schema) -> dict[int, tuple[str, ...]]:
@@ -272,12 +327,41 @@ def written_files(ctx: WriteContext, write_dir: str) -> list[tuple[str, dict]]:
     return out
 
 
-def describe_written_files(ctx: WriteContext, write_dir: str,
-                           folders: list[tuple[str, str, it.IcebergType]],
-                           content: FileContent = FileContent.DATA) -> list[DataFile]:
-    return [data_file_from_footer(footer, ctx.schema, ctx.properties, path, _partition_of(path, write_dir, folders),
-                                  ctx.spec.spec_id, content)
-            for path, footer in written_files(ctx, write_dir)]
+def describe_written_files(ctx: WriteContext, write_dir: str, folders: list[tuple[str, str, it.IcebergType]],
+                           operation_id: str, content: FileContent = FileContent.DATA) -> list[DataFile]:
+    """Move each staged file to its Iceberg location and describe it there."""
+    staged = [(path, footer, _partition_of(path, write_dir, folders)) for path, footer in written_files(ctx, write_dir)]
+    out = []
+    paths = [(p, partition_to_path(ctx.spec, ctx.schema, part) if folders else "") for p, _, part in staged]
+    for (path, footer, partition), final in zip(staged, final_locations(ctx, paths, operation_id)):
+        ctx.io.move(path, final)
+        out.append(replace(data_file_from_footer(footer, ctx.schema, ctx.properties, final, partition,
+                                                 ctx.spec.spec_id, content), sort_order_id=ctx.sort_order.order_id))
+    ctx.io.delete_tree(write_dir)
+    return out
+
+
+_SPARK_FILE = re.compile(r"part-(\d+)-.*[.-]c(\d+)")
+
+
+def final_locations(ctx: WriteContext, staged: list[tuple[str, str]], operation_id: str,
+                    deletes: bool = False) -> list[str]:
+    """Iceberg's location for each (staged path, partition path) of one write: files are numbered
+    per Spark task (the partition id in Spark's file name), in the order that task wrote them."""
+    order = sorted(range(len(staged)), key=lambda i: _task_and_count(staged[i][0]) + (staged[i][0],))
+    counts: dict[int, int] = {}
+    out = [""] * len(staged)
+    for i in order:
+        task = _task_and_count(staged[i][0])[0]
+        counts[task] = counts.get(task, 0) + 1
+        name = file_name(task, 0, operation_id, counts[task], deletes)
+        out[i] = new_file_location(ctx.location, ctx.properties, staged[i][1], name)
+    return out
+
+
+def _task_and_count(path: str) -> tuple[int, int]:
+    m = _SPARK_FILE.search(path.rsplit("/", 1)[-1])
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def _partition_of(path: str, write_dir: str, folders: list[tuple[str, str, it.IcebergType]]) -> tuple:
