@@ -55,7 +55,7 @@ class RestCatalog:
         if warehouse:
             client["warehouse"] = warehouse
         self.http = _http(client)
-        config = self._call("GET", "/v1/config", "read the catalog configuration",
+        config = self._call("GET", "/v1/config", "cannot read the catalog configuration",
                             query={"warehouse": warehouse} if warehouse else None)
         config = config if isinstance(config, dict) else {}
         self.properties = {**(config.get("defaults") or {}), **client, **(config.get("overrides") or {})}
