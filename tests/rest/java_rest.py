@@ -50,8 +50,9 @@ def main(argv: list[str]) -> int:
         try:
             rows = [iceberg_ref.plain(list(x)) for x in spark.sql(q).collect()]
             print(json.dumps({"sql": q, "rows": rows}), flush=True)
-        except Exception as e:  # the engine's own message, first line
-            print(json.dumps({"sql": q, "error": str(e).strip().splitlines()[0][:2000]}), flush=True)
+        except Exception as e:  # the engine's own message, first line (Java's exception for a py4j error)
+            text = str(getattr(e, "java_exception", None) or e).strip()
+            print(json.dumps({"sql": q, "error": text.splitlines()[0][:2000]}), flush=True)
             failed = 1
             if not keep_going:
                 return 1
