@@ -10,7 +10,6 @@
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -225,3 +224,20 @@ def test_an_unknown_commit_state_keeps_the_written_files(spark, server):
     assert _data_files(table_dir / "data"), "the data file of a commit in an unknown state was deleted"
     assert list((table_dir / "metadata").glob("snap-*.avro")), "its manifest list was deleted"
     assert direct.load("r", TableIdentifier(("unknown",), "u")).metadata.snapshots == ()
+
+
+def test_the_rest_sql_example_through_the_cli(server, tmp_path):
+    """sql_examples/rest_catalog.sql on the REST server gives the expected output it gives on a
+    filesystem warehouse (tests/spark/test_cli_subprocess.py runs it there)."""
+    import subprocess
+
+    from tests.spark.test_cli_subprocess import BIN, EXAMPLES, _env, _expected, normalise
+
+    uri, warehouse = server
+    proc = subprocess.run([str(BIN / "pyice-sql"), "run", str(EXAMPLES / "rest_catalog.sql"), "--catalog-type", "rest",
+                           "--uri", uri, "--credential", f"example:{SECRET}", "--quiet"],
+                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert normalise(proc.stdout) == _expected("rest_catalog")
+    assert (warehouse / "rest_demo" / "accounts" / "metadata").is_dir() and not (tmp_path / "warehouse").exists()
+    assert SECRET not in proc.stdout + proc.stderr
