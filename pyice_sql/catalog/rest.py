@@ -170,7 +170,8 @@ class RestCatalog:
             if f.status == 409:
                 raise CommitConflictError(f"table {base.full_name} was changed concurrently "
                                           f"(REST catalog: {self.http.redact(f.message)})") from None
-            if (f.status is not None and f.status >= 500) or (f.status is None and f.sent):
+            sent = f.endpoint == f"POST {path}"  # else the token request failed: the commit was never sent
+            if sent and ((f.status is not None and f.status >= 500) or (f.status is None and f.sent)):
                 raise CommitStateUnknownError(
                     f"{self.http.error(f, f'commit to table {base.full_name}').message}. The commit state is "
                     "unknown: it may or may not have been applied, so the files it wrote are kept; check the "

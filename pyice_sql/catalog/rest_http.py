@@ -11,6 +11,7 @@ and the server's ErrorResponse type and message.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import time
@@ -135,7 +136,7 @@ class RestHttp:
         except urllib.error.HTTPError as e:
             with e:
                 return e.code, _parse(e.read())
-        except (urllib.error.URLError, OSError) as e:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             reason = e.reason if isinstance(e, urllib.error.URLError) else e
             refused = isinstance(reason, (ConnectionRefusedError, socket.gaierror))  # nothing was sent
             raise RestCallFailed(HttpFailure(endpoint, None, type(reason).__name__,

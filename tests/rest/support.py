@@ -61,7 +61,8 @@ class Proxy:
     """A local HTTP server in front of `upstream` (or alone): records every request and lets a
     test replace answers. `answer(method, path)` returns (status, JSON body) to answer without
     forwarding, or None to forward; `after(method, path, status)` may replace the forwarded
-    answer's status (the request still reached the upstream)."""
+    answer's status (the request still reached the upstream), or return 0 to hang up without
+    answering (a connection lost mid-request)."""
 
     upstream: str | None = None
     answer: Callable[[str, str], tuple[int, Any] | None] = lambda m, p: None
@@ -93,7 +94,11 @@ def proxy(p: Proxy) -> Iterator[Proxy]:
                         status, data = r.status, r.read()
                 except urllib.error.HTTPError as e:
                     status, data = e.code, e.read()
-                status = p.after(self.command, self.path, status) or status
+                replaced = p.after(self.command, self.path, status)
+                if replaced == 0:
+                    self.close_connection = True
+                    return
+                status = replaced or status
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

@@ -214,6 +214,13 @@ def test_an_unknown_commit_state_keeps_the_written_files(spark, server):
     direct = pyice_sql.connect(spark, catalog="r", catalog_type="rest", uri=uri)
     assert sort_rows(direct.sql("SELECT * FROM r.unknown.t").collect()) == [[1], [2]]  # it had landed
 
+    hang_up = lambda method, path, status: 0 if _commit(method, path) else None  # noqa: E731
+    with proxy(Proxy(upstream=uri, after=hang_up)) as p:
+        ice = pyice_sql.connect(spark, catalog="r", catalog_type="rest", uri=p.uri)
+        with pytest.raises(CommitStateUnknownError, match="got no answer"):
+            ice.sql("INSERT INTO r.unknown.t VALUES (3)")
+    assert sort_rows(direct.sql("SELECT * FROM r.unknown.t").collect()) == [[1], [2], [3]]
+
     answer = lambda method, path: _error(500, "RuntimeException", "boom") if _commit(method, path) else None  # noqa: E731
     with proxy(Proxy(upstream=uri, answer=answer)) as p:
         ice = pyice_sql.connect(spark, catalog="r", catalog_type="rest", uri=p.uri)
