@@ -1,7 +1,8 @@
 """`pyice-sql` command line: run SQL scripts against pyice_sql catalogs, check the setup.
 
     pyice-sql run script.sql [more.sql ...] [--var k=v ...] [--warehouse DIR] [--catalog NAME]
-                  [--catalog-type hadoop|sql] [--quiet] [--max-rows N]
+                  [--catalog-type hadoop|sql|rest] [--uri URI] [--credential ID:SECRET | --token T]
+                  [--quiet] [--max-rows N]
     pyice-sql doctor
 
 Every statement runs in order and prints its result table, or its metrics (DML: rows
@@ -106,7 +107,7 @@ def run_scripts(args: argparse.Namespace) -> int:
         except OSError as e:
             raise UserError(f"cannot read {path}: {e.strerror}") from None
     ice = connect(warehouse=args.warehouse, catalog=args.catalog, catalog_type=args.catalog_type,
-                  quiet=args.quiet or None)
+                  uri=args.uri, credential=args.credential, token=args.token, quiet=args.quiet or None)
     for path, text in texts:
         if len(texts) > 1:
             print(f"==> {path} <==")
@@ -145,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--var", action="append", default=[], metavar="K=V", help="substituted for ${K}")
     run.add_argument("--warehouse", help="warehouse of the default catalog (default: conf, else ./warehouse)")
     run.add_argument("--catalog", help="name of the default catalog (default: conf, else local)")
-    run.add_argument("--catalog-type", choices=["hadoop", "sql"], help="default: conf, else hadoop")
+    run.add_argument("--catalog-type", choices=["hadoop", "sql", "rest"], help="default: conf, else hadoop")
+    run.add_argument("--uri", help="REST catalog base URI (rest), or SQLite file (sql)")
+    run.add_argument("--credential", help="REST catalog OAuth2 client credential id:secret (or set it in conf)")
+    run.add_argument("--token", help="REST catalog bearer token (or set it in conf)")
     run.add_argument("--quiet", action="store_true", help="no progress lines, no Spark progress bar")
     run.add_argument("--max-rows", type=int, default=20, help="rows shown per result (default 20)")
     run.add_argument("--traceback", action="store_true", help="print Python tracebacks of errors")

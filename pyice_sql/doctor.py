@@ -104,12 +104,15 @@ def _catalogs(report: Report, spark) -> None:
         return
     for c in cfg.catalogs:
         default = " (default)" if c.name == cfg.default_catalog else ""
-        where = os.path.abspath(local_path(c.warehouse)) if is_local(c.warehouse) else c.warehouse
+        rest = c.type.lower() == "rest"
+        where = os.path.abspath(local_path(c.warehouse)) if not rest and is_local(c.warehouse) else c.warehouse
         uri = f", uri {c.uri}" if c.uri else ""
         report.info("catalog", f"{c.name}{default}: {c.type}, warehouse {where}{uri}")
-        if c.type.lower() not in ("hadoop", "sql", "sqlite", "jdbc"):
-            report.problem(f"catalog {c.name}: unknown type {c.type!r} (use hadoop or sql)")
-        if is_local(c.warehouse):
+        if c.type.lower() not in ("hadoop", "sql", "sqlite", "jdbc", "rest"):
+            report.problem(f"catalog {c.name}: unknown type {c.type!r} (use hadoop, sql or rest)")
+        if rest and not c.uri:
+            report.problem(f"catalog {c.name}: a rest catalog needs a uri")
+        if not rest and is_local(c.warehouse):
             existing = Path(where)
             while not existing.exists() and existing != existing.parent:
                 existing = existing.parent

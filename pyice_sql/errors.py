@@ -118,3 +118,26 @@ class CorruptTableError(PyIceError):
                  sql: str | None = None):
         super().__init__(f"{message}: {path}" if path else message, position=position, sql=sql)
         self.path = path
+
+
+class CommitStateUnknownError(PyIceError):
+    """The catalog may or may not have applied a commit (a 5xx answer or a lost connection).
+
+    Never retried and never cleaned up: the files the commit wrote may already be part of the
+    table, so deleting them could corrupt it. The user checks the table's history instead.
+    """
+
+
+class RestCatalogError(PyIceError):
+    """A REST catalog answered with an error (or could not be reached); names the endpoint.
+
+    `status` is the HTTP status (None when no answer came) and `error_type` the type of the
+    server's ErrorResponse (e.g. `NotAuthorizedException`).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, error_type: str | None = None,
+                 endpoint: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+        self.endpoint = endpoint

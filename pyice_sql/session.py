@@ -22,6 +22,7 @@ from pyice_sql import refs_ddl
 from pyice_sql.live_relations import LiveRelations
 from pyice_sql.catalog.base import Catalog, Table, TableIdentifier
 from pyice_sql.catalog.hadoop import HadoopCatalog
+from pyice_sql.catalog.rest import RestCatalog
 from pyice_sql.catalog.sql import SqlCatalog
 from pyice_sql.commit.producer import publish_metadata
 from pyice_sql.dml import RowLevelExecutor, result_frame
@@ -508,31 +509,41 @@ def _like(value: str, pattern: str) -> bool:
 
 
 
-def make_catalog(name: str, kind: str, warehouse: str, uri: str | None, runtime_io) -> Catalog:
+def make_catalog(c: config.CatalogConfig, runtime_io) -> Catalog:
+    kind = c.type.lower()
     if kind == "hadoop":
-        return HadoopCatalog(name, warehouse, runtime_io)
+        return HadoopCatalog(c.name, c.warehouse, runtime_io)
     if kind in ("sql", "sqlite", "jdbc"):
-        return SqlCatalog(name, uri or os.path.join(warehouse, "catalog.db"), warehouse, runtime_io)
-    raise AnalysisError(f"unknown catalog type {kind!r} for catalog {name!r}: use 'hadoop' or 'sql'")
+        return SqlCatalog(c.name, c.uri or os.path.join(c.warehouse, "catalog.db"), c.warehouse, runtime_io)
+    if kind == "rest":
+        if not c.uri:
+            raise AnalysisError(f"REST catalog {c.name!r} needs a uri (spark.pyice.catalog.{c.name}.uri, "
+                                "connect(uri=...) or --uri)")
+        return RestCatalog(c.name, c.uri, runtime_io, warehouse=c.warehouse, properties=dict(c.properties))
+    raise AnalysisError(f"unknown catalog type {c.type!r} for catalog {c.name!r}: use 'hadoop', 'sql' or 'rest'")
 
 
 def connect(spark: SparkSession | None = None, warehouse: str | None = None, catalog: str | None = None,
-            catalog_type: str | None = None, uri: str | None = None, quiet: bool | None = None) -> IceSession:
+            catalog_type: str | None = None, uri: str | None = None, quiet: bool | None = None,
+            credential: str | None = None, token: str | None = None) -> IceSession:
     """Open a pyice_sql session; creates a local SparkSession when none is given.
 
     `catalog_type` 'hadoop' is a filesystem warehouse (Iceberg's Hadoop layout); 'sql' keeps the
-    catalog in a SQLite file (`uri`, default `<warehouse>/catalog.db`) compatible with PyIceberg.
+    catalog in a SQLite file (`uri`, default `<warehouse>/catalog.db`) compatible with PyIceberg;
+    'rest' is an Iceberg REST catalog server at `uri`, authenticated by an OAuth2 `credential`
+    ('client_id:secret') or a bearer `token`.
     What is not given comes from Spark conf (`spark.pyice.*`, see pyice_sql.config, which may
     declare more catalogs), else catalog `local`, type `hadoop`, warehouse `./warehouse`.
     `quiet` silences progress lines (and Spark's progress bar in a session created here).
     """
     spark = spark or local_session(quiet=bool(quiet))
     cfg = config.from_conf(config.spark_conf(spark), catalog=catalog, catalog_type=catalog_type,
-                           warehouse=warehouse, uri=uri, quiet=quiet)
+                           warehouse=warehouse, uri=uri, quiet=quiet,
+                           properties={"credential": credential, "token": token})
     runtime = Runtime.attach(spark)
     catalogs = {}
     for c in cfg.catalogs:
-        if is_local(c.warehouse):
+        if c.type.lower() != "rest" and is_local(c.warehouse):
             os.makedirs(local_path(c.warehouse), exist_ok=True)
-        catalogs[c.name] = make_catalog(c.name, c.type, c.warehouse, c.uri, runtime.io_for)
+        catalogs[c.name] = make_catalog(c, runtime.io_for)
     return IceSession(spark, runtime, catalogs, cfg.default_catalog, Progress(cfg.quiet))

@@ -10,7 +10,9 @@ The data and delete files are already written when a commit starts. An attempt t
      those manifests are carried as EXISTING); all other parent manifests are reused as is;
   3. writes the manifest list and the new metadata, and asks the catalog to swap it in.
 A lost swap retries from step 1 per `commit.retry.*`. On a final failure every file the
-commit wrote is deleted, and the caller deletes the data files: nothing becomes visible.
+commit wrote is deleted, and the caller deletes the data files: nothing becomes visible. When
+the catalog cannot tell whether the commit landed (CommitStateUnknownError) every file is kept,
+since the table may already reference them.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Callable
 
 from pyice_sql.catalog.base import Table
 from pyice_sql.commit.manifests import ManifestWriter, read_entries, read_manifest_list
-from pyice_sql.errors import CommitConflictError, ValidationError
+from pyice_sql.errors import CommitConflictError, CommitStateUnknownError, ValidationError
 from pyice_sql.faults import fault_point
 from pyice_sql.model.manifest import (
     DataFile, EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile,
@@ -144,6 +146,8 @@ def commit_update(table: Table, update: SnapshotUpdate) -> Table:
                 writer.cleanup(keep=added.paths())
                 if not retries.wait():
                     raise
+    except CommitStateUnknownError:
+        raise  # the files may be part of the table now: never delete them
     except BaseException:
         writer.cleanup()
         raise

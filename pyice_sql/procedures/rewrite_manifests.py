@@ -14,7 +14,7 @@ from typing import Any
 from pyice_sql.catalog.base import Table
 from pyice_sql.commit.manifests import ManifestWriter, read_entries, read_manifest_list
 from pyice_sql.commit.producer import SnapshotUpdate, commit_update
-from pyice_sql.errors import AnalysisError
+from pyice_sql.errors import AnalysisError, CommitStateUnknownError
 from pyice_sql.model.manifest import EntryStatus, ManifestContent, ManifestEntry, ManifestFile
 from pyice_sql.model.snapshots import Operation
 from pyice_sql.procedures.registry import Parameter, ProcedureContext, procedure
@@ -87,6 +87,8 @@ def rewrite_manifests(ctx: ProcedureContext, args: dict[str, Any]) -> list[tuple
         commit_update(table, SnapshotUpdate(Operation.REPLACE, snapshot.snapshot_id, summary_extra=extra,
                                             replaced_manifests=frozenset(m.manifest_path for m in replaced),
                                             added_manifests=added))
+    except CommitStateUnknownError:
+        raise  # the new manifests may be part of the table now
     except BaseException:
         writer.cleanup()
         raise

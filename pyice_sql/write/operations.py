@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 
 from pyice_sql.catalog.base import Table
 from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate, commit_update, update_metadata
-from pyice_sql.errors import AnalysisError, ValidationError
+from pyice_sql.errors import AnalysisError, CommitStateUnknownError, ValidationError
 from pyice_sql.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
 from pyice_sql.expr.predicates import AlwaysTrue, Expression
 from pyice_sql.model.manifest import DataFile
@@ -34,9 +34,12 @@ class WriteResult:
 
 
 def commit_or_clean(table: Table, update: SnapshotUpdate, written: list[DataFile]) -> Table:
-    """Commit `update`; on failure delete the files this statement wrote, then re-raise."""
+    """Commit `update`; on failure delete the files this statement wrote, then re-raise (but keep
+    them when the commit state is unknown: the table may reference them)."""
     try:
         return commit_update(table, update)
+    except CommitStateUnknownError:
+        raise
     except BaseException:
         for f in written:
             table.io.delete(f.file_path)

@@ -159,7 +159,14 @@ def java_sql(warehouse: str | os.PathLike, *statements: str, master: str | None 
     """
     _require(REFERENCE)
     env = {"ICEBERG_REF_MASTER": master} if master else None
-    done = _run([str(REFERENCE), "--warehouse", str(warehouse), "sql", *statements], env)
+    return statement_results([str(REFERENCE), "--warehouse", str(warehouse), "sql", *statements], len(statements),
+                             env)
+
+
+def statement_results(args: list[str], count: int, env: dict[str, str] | None = None) -> list[list[list[Any]]]:
+    """Run an engine script that prints one {"sql", "rows" | "error"} line per statement (the
+    reference engine's protocol); the sorted plain rows of each of the `count` statements."""
+    done = _run(args, env)
     results: list[list[list[Any]]] = []
     for line in done.stdout.splitlines():
         if not line.startswith("{"):
@@ -169,8 +176,8 @@ def java_sql(warehouse: str | os.PathLike, *statements: str, master: str | None 
             raise EngineError(f"Iceberg Java failed on statement {len(results) + 1}: {obj['sql']}\n"
                               f"  -> {obj['error']}")
         results.append(sort_rows(obj["rows"]))
-    if len(results) != len(statements):
-        raise EngineError(f"Iceberg Java ran {len(results)} of {len(statements)} statements "
+    if len(results) != count:
+        raise EngineError(f"Iceberg Java ran {len(results)} of {count} statements "
                           f"(exit {done.returncode}):\n{done.stderr[-4000:]}")
     return results
 

@@ -48,3 +48,27 @@ def test_arguments_override_the_conf_of_the_default_catalog_only():
 def test_misspelt_keys_are_errors_naming_the_key(key):
     with pytest.raises(AnalysisError, match=key.replace(".", r"\.")):
         from_conf({key: "x"})
+
+
+def test_rest_catalog_settings_from_conf_and_arguments():
+    cfg = from_conf({
+        "spark.pyice.catalog.lake.type": "rest",
+        "spark.pyice.catalog.lake.uri": "https://cat.example/api",
+        "spark.pyice.catalog.lake.credential": "id:secret",
+        "spark.pyice.catalog.lake.header.X-Iceberg-Access-Delegation": "vended-credentials",
+        "spark.pyice.catalog.lake.rest-page-size": "100",
+    })
+    assert cfg.catalogs == (CatalogConfig("lake", "rest", None, "https://cat.example/api", (
+        ("credential", "id:secret"), ("header.X-Iceberg-Access-Delegation", "vended-credentials"),
+        ("rest-page-size", "100"))),)
+    # explicit arguments win, and only for the default catalog; a rest catalog has no default warehouse
+    cfg = from_conf({"spark.pyice.catalog.lake.type": "rest", "spark.pyice.catalog.lake.token": "t1"},
+                    uri="http://h:8181", warehouse="wh", properties={"token": "t2", "credential": None})
+    assert cfg.catalogs == (CatalogConfig("lake", "rest", "wh", "http://h:8181", (("token", "t2"),)),)
+    assert from_conf({}, catalog_type="rest", uri="http://h").catalogs[0].warehouse is None
+
+
+@pytest.mark.parametrize("key", ["spark.pyice.catalog.lake.header.", "spark.pyice.catalog.lake.credentials"])
+def test_misspelt_rest_keys_are_errors(key):
+    with pytest.raises(AnalysisError, match=key.replace(".", r"\.")):
+        from_conf({key: "x"})
