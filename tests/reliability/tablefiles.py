@@ -46,7 +46,7 @@ def kind(path: str) -> str:
     """A leftover's kind: data, deletes, manifest, manifest-list, metadata, temp or other."""
     name = os.path.basename(path)
     if name.endswith(".parquet"):
-        return "deletes" if "-deletes/" in path else "data"
+        return "deletes" if name.endswith("-deletes.parquet") else "data"  # Iceberg's file names
     if name.startswith("snap-") and name.endswith(".avro"):
         return "manifest-list"
     if name.endswith(".avro"):
