@@ -11,4 +11,4 @@ PY=${PYTHON:-python3}
 SHARED=${PYICE_SHARED:-$(cd .. && pwd)/shared}
 PYTHON=$PWD/.venv/bin/python bash "$SHARED/iceberg-reference/setup.sh" >/dev/null
 export PYICE_SHARED=$SHARED TZ=UTC
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"
