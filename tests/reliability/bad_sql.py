@@ -96,8 +96,6 @@ HAND = [
                   "WHEN MATCHED AND s = 'x' THEN DELETE", True),
     ("ambiguous", "MERGE INTO local.db.t t USING local.db.u s ON t.id = s.id WHEN MATCHED THEN UPDATE SET s = d",
      True),
-    ("ambiguous", "MERGE INTO local.db.t t USING local.db.u s ON t.id = s.id "
-                  "WHEN NOT MATCHED THEN INSERT (id, s) VALUES (id, 'x')", True),
     ("ambiguous", "MERGE INTO local.db.t t USING (SELECT id, s, s AS s FROM local.db.u) s ON t.id = s.id "
                   "WHEN MATCHED THEN UPDATE SET s = s.s", True),
     ("ambiguous", "UPDATE local.db.t SET s = 'x', s = 'y'", True),
