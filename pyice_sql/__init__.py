@@ -9,8 +9,8 @@
     pyice_sql.install(spark)             # or: plain spark.sql() runs pyice statements too
     spark.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE")
 """
-from pyice_sql.errors import PyIceError
-from pyice_sql.session import IceSession, connect
+from pyice_sql.core.errors import PyIceError
+from pyice_sql.spark.session import IceSession, connect
 from pyice_sql.spark_hook import install, uninstall
 
 __version__ = "0.1.0"

@@ -20,7 +20,7 @@ import sys
 import time
 import traceback
 
-from pyice_sql.errors import PyIceError, SqlPosition
+from pyice_sql.core.errors import PyIceError, SqlPosition
 
 _SPARK_POSITION = re.compile(r"\(?line (\d+),? pos (\d+)\)?")
 _DML_COLUMNS = ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows",
@@ -96,7 +96,7 @@ def _print_result(df, max_rows: int, elapsed: float) -> None:
 
 def run_scripts(args: argparse.Namespace) -> int:
     from pyice_sql import connect
-    from pyice_sql.sql.script import split_script, substitute_variables
+    from pyice_sql.core.sql.script import split_script, substitute_variables
 
     variables = _variables(args.var)
     texts = []
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pyice_sql.jvm.bridge import ShimError
+    from pyice_sql.spark.jvm.bridge import ShimError
 
     try:
         if args.command == "doctor":

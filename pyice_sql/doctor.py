@@ -60,7 +60,7 @@ def _spark(report: Report) -> bool:
     report.info("spark", f"{pyspark.__version__} ({Path(pyspark.__file__).parent})")
     if tuple(int(x) for x in re.findall(r"\d+", pyspark.__version__)[:2]) < (3, 5):
         report.problem(f"pyspark {pyspark.__version__} is too old: pyice_sql needs 3.5 or later")
-    from pyice_sql.jvm.bridge import spark_jars_dir
+    from pyice_sql.spark.jvm.bridge import spark_jars_dir
 
     try:
         scala = sorted(spark_jars_dir().glob("scala-library-*.jar"))
@@ -72,7 +72,7 @@ def _spark(report: Report) -> bool:
 
 
 def _shim_and_session(report: Report):
-    from pyice_sql.jvm.bridge import ShimError, load_shim, shim_jar
+    from pyice_sql.spark.jvm.bridge import ShimError, load_shim, shim_jar
 
     try:
         report.info("shim", f"built: {shim_jar()}")
@@ -80,7 +80,7 @@ def _shim_and_session(report: Report):
         report.info("shim", "not built")
         report.problem(f"the JVM shim cannot be built: {str(e).splitlines()[0]}")
         return None
-    from pyice_sql.runtime import local_session
+    from pyice_sql.spark.runtime import local_session
 
     try:
         spark = local_session("pyice-sql-doctor", quiet=True)
@@ -93,9 +93,9 @@ def _shim_and_session(report: Report):
 
 
 def _catalogs(report: Report, spark) -> None:
-    from pyice_sql import config
-    from pyice_sql.errors import PyIceError
-    from pyice_sql.io.fileio import is_local, local_path
+    from pyice_sql.spark import config
+    from pyice_sql.core.errors import PyIceError
+    from pyice_sql.core.format.fileio import is_local, local_path
 
     try:
         cfg = config.from_conf(config.spark_conf(spark) if spark is not None else {})

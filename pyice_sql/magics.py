@@ -20,7 +20,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from pyice_sql.errors import PyIceError
+from pyice_sql.core.errors import PyIceError
 
 DEFAULT_ROWS = 20
 _OPTIONS = re.compile(r"\s*((?:(?:-o|--output|-n|--max-rows)\s+\S+\s*)*)(.*)", re.DOTALL)

@@ -14,8 +14,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pyice_sql.runtime import local_session
-from pyice_sql.session import IceSession, connect
+from pyice_sql.spark.runtime import local_session
+from pyice_sql.spark.session import IceSession, connect
 
 _ATTR = "_pyice_session"
 _inside = threading.local()

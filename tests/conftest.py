@@ -12,7 +12,7 @@ time.tzset()
 
 @pytest.fixture(scope="session")
 def spark():
-    from pyice_sql.runtime import local_session
+    from pyice_sql.spark.runtime import local_session
 
     session = local_session("pyice-sql-tests")
     yield session

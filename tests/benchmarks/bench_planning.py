@@ -44,9 +44,9 @@ def main() -> int:
 
     import pyice_sql
     from pyspark.sql import functions as F
-    from pyice_sql.expr.predicates import AlwaysTrue, eq
-    from pyice_sql.runtime import local_session
-    from pyice_sql.scan.planner import plan_files
+    from pyice_sql.core.expr.predicates import AlwaysTrue, eq
+    from pyice_sql.spark.runtime import local_session
+    from pyice_sql.core.scan.planner import plan_files
 
     wh = a.warehouse or tempfile.mkdtemp(prefix="pyice-plan-bench-")
     spark = local_session("pyice-plan-bench")
@@ -108,7 +108,7 @@ def main() -> int:
         # Beyond planning: building the Spark DataFrame over the planned files (Spark lists/stats every
         # path on the driver, or in a listing job when there are more than
         # spark.sql.sources.parallelPartitionDiscovery.threshold of them) and reading the point lookup.
-        from pyice_sql.scan.reader import read_tasks
+        from pyice_sql.spark.read.reader import read_tasks
         schema = md.schema()
         for name in ("point_on_column", "full_scan"):
             sc.setJobGroup("frame-" + name, name)

@@ -51,8 +51,8 @@ def session(warehouse: str, master: str):
     """One SparkSession carrying both engines: Iceberg's runtime + extensions, and pyice's shim."""
     from pyspark.sql import SparkSession
 
-    from pyice_sql.jvm.bridge import spark_jars_conf
-    from pyice_sql.runtime import SPARK_SETTINGS
+    from pyice_sql.spark.jvm.bridge import spark_jars_conf
+    from pyice_sql.spark.runtime import SPARK_SETTINGS
 
     b = (SparkSession.builder.master(master).appName("pyice-bench")
          .config("spark.jars", spark_jars_conf(",".join(iceberg_ref.jars())))

@@ -30,8 +30,8 @@ from typing import Any, Callable
 import pytest
 
 import pyice_sql
-from pyice_sql.catalog.base import TableIdentifier
-from pyice_sql.errors import (
+from pyice_sql.core.catalog.base import TableIdentifier
+from pyice_sql.core.errors import (
     AnalysisError, CardinalityError, CommitConflictError, NotNullViolationError, ValidationError,
 )
 from tests.interop.engines import assert_peers_read, assert_same_rows, ice_rows, peer_rows, sort_rows
@@ -465,7 +465,7 @@ class CommitBarrier:
     planned and wrote against the same snapshot, so they race for real."""
 
     def __init__(self, monkeypatch, parties: int) -> None:
-        import pyice_sql.dml as dml
+        import pyice_sql.spark.rowlevel.dml as dml
 
         self.barrier = threading.Barrier(parties, timeout=120)
         original = dml.commit_or_clean

@@ -21,8 +21,8 @@ import re
 import pytest
 
 import pyice_sql
-from pyice_sql.errors import NoSuchNamespaceError
-from pyice_sql.write.locations import new_file_location
+from pyice_sql.core.errors import NoSuchNamespaceError
+from pyice_sql.core.format.locations import new_file_location
 from tests.interop.engines import ice_rows, java_sql, prefetch, scratch_dir, sort_rows
 
 pytestmark = pytest.mark.interop

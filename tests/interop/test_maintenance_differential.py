@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 import pyice_sql
-from pyice_sql.catalog.base import TableIdentifier
-from pyice_sql.commit.producer import publish_metadata
-from pyice_sql.io.fileio import local_path
-from pyice_sql.model.snapshots import SnapshotRef
+from pyice_sql.core.catalog.base import TableIdentifier
+from pyice_sql.core.commit.producer import publish_metadata
+from pyice_sql.core.format.fileio import local_path
+from pyice_sql.core.model.snapshots import SnapshotRef
 from tests.interop.engines import assert_peers_read, ice_rows, sort_rows
 from tests.interop.ref_batch import ReferenceBatch
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyice_sql.errors import ExpressionNotAllowedError, SqlPosition
+from pyice_sql.core.errors import ExpressionNotAllowedError, SqlPosition
 from tests.interop.engines import assert_same_rows, ice_rows, sort_rows
 from tests.interop.ref_batch import ReferenceBatch
 from tests.interop.test_dml_differential import (  # noqa: F401 - _small_shuffles: autouse fixture

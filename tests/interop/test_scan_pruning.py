@@ -21,8 +21,8 @@ def _path_key(path: str) -> str:
 
 
 def _all_files(ice, table: str) -> dict[str, int]:
-    from pyice_sql.catalog.base import TableIdentifier
-    from pyice_sql.scan.planner import plan_files
+    from pyice_sql.core.catalog.base import TableIdentifier
+    from pyice_sql.core.scan.planner import plan_files
 
     t = ice.load("local", TableIdentifier(("db",), table))
     plan = plan_files(t.metadata, t.io, t.metadata.current_snapshot())

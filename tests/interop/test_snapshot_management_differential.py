@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import pyice_sql
-from pyice_sql.errors import PyIceError
+from pyice_sql.core.errors import PyIceError
 from tests.interop.engines import ice_rows, sort_rows
 from tests.interop.ref_batch import ReferenceBatch
 

@@ -241,7 +241,7 @@ def build_v1(ice):
 
 
 def test_format_v1_table(world):
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     ice, _ = world
     check_readers(world, "v1")
@@ -370,7 +370,7 @@ def build_evo(ice):
     ice.sql("INSERT INTO local.db.evo VALUES (7000000000, 'seven', 70, 0.1, 123456789012345678.99, 'd7')")
     ice.sql("ALTER TABLE local.db.evo ADD COLUMN b string")  # same name as the dropped column, new id
     ice.sql("INSERT INTO local.db.evo VALUES (8, 'eight', 80, 8.0, 8.0, 'd8', 'new b')")
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     md = ice.load("local", TableIdentifier(("db",), "evo")).metadata
     return [s.snapshot_id for s in sorted(md.snapshots, key=lambda s: s.sequence_number)]
@@ -409,7 +409,7 @@ PEVO_STAGES = [  # (ALTER before the stage's insert, rows)
                 "SELECT spec_id, count(*) FROM ref.db.pevo.files GROUP BY spec_id"])
 def build_pevo(ice):
     """identity(cat) → + days(ts) → − cat → days replaced by bucket(4, id); rows on every spec."""
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     ice.sql("CREATE TABLE local.db.pevo (id bigint, cat string, ts timestamp) USING iceberg PARTITIONED BY (cat)")
     spec_of_stage = []
@@ -422,7 +422,7 @@ def build_pevo(ice):
 
 
 def test_partition_evolution(world):
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     ice, _ = world
     sc = check_readers(world, "pevo")

@@ -77,7 +77,7 @@ def replay(model: dict[int, tuple[int, int]], op: str, params: dict) -> None:
 
 def run_worker(ice, spec_json: str, log_path: str) -> int:
     """One writer: `spec` = {"w": index, "commits": n, "compact_every": k or 0, "seed": s}."""
-    from pyice_sql.errors import CommitConflictError, PyIceError, ValidationError
+    from pyice_sql.core.errors import CommitConflictError, PyIceError, ValidationError
 
     spec = json.loads(spec_json)
     w, rng = spec["w"], random.Random(spec["seed"])

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 
-from pyice_sql.catalog.base import Table
-from pyice_sql.commit.manifests import read_entries, read_manifest_list
-from pyice_sql.io.fileio import local_path
+from pyice_sql.core.catalog.base import Table
+from pyice_sql.core.format.manifests import read_entries, read_manifest_list
+from pyice_sql.core.format.fileio import local_path
 
 
 def files_under(location: str) -> set[str]:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pyice_sql.errors import PyIceError
+from pyice_sql.core.errors import PyIceError
 from tests.reliability.bad_sql import SETUP, TABLES, corpus
-from pyice_sql.io.fileio import local_path
+from pyice_sql.core.format.fileio import local_path
 from tests.reliability.tablefiles import files_under
 
 pytestmark = [pytest.mark.reliability, pytest.mark.spark]
@@ -38,7 +38,7 @@ def world(spark, tmp_path_factory):
 
 
 def _state(ice) -> dict:
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     out = {}
     for name in TABLES:

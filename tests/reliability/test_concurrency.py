@@ -38,8 +38,8 @@ PROPS = ("'write.merge.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-
 
 
 def _has_compaction() -> bool:
-    import pyice_sql.procedures  # noqa: F401  (registers the procedures)
-    from pyice_sql.procedures.registry import PROCEDURES
+    import pyice_sql.spark.procedures  # noqa: F401  (registers the procedures)
+    from pyice_sql.spark.procedures.registry import PROCEDURES
 
     return "rewrite_data_files" in PROCEDURES
 
@@ -82,7 +82,7 @@ def _chain(metadata) -> list:
 
 
 def _expected_rows(result: dict) -> list:
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     table = result["ice"].load("local", TableIdentifier(("db",), "race"))
     chain = _chain(table.metadata)
@@ -96,7 +96,7 @@ def _expected_rows(result: dict) -> list:
 
 @pytest.mark.parametrize("catalog_type", CATALOGS)
 def test_racing_writers(races, catalog_type):
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     result = races[catalog_type]
     ice, records = result["ice"], result["records"]
@@ -138,7 +138,7 @@ def test_racing_writers(races, catalog_type):
 def test_java_reads_race_results(races):
     """Java (Hadoop catalog) reads both results; the SQL-catalog table via a Hadoop-layout copy
     of its current metadata file."""
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     warehouse = races["hadoop"]["warehouse"]
     sql_table = races["sql"]["ice"].load("local", TableIdentifier(("db",), "race"))

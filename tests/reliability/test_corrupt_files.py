@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from pyice_sql.errors import CorruptTableError
+from pyice_sql.core.errors import CorruptTableError
 from tests.interop.engines import sort_rows
 
 pytestmark = [pytest.mark.reliability, pytest.mark.spark]
@@ -121,7 +121,7 @@ def test_missing_data_file_is_named_on_write(ice, table, warehouse):
 
 
 def test_truncated_parquet_is_named(ice, table, warehouse):
-    from pyice_sql.spark_errors import translate
+    from pyice_sql.spark.errors import translate
 
     victim = sorted(glob.glob(os.path.join(warehouse, "db", "t", "data", "**", "*.parquet"), recursive=True))[0]
     tear(victim)

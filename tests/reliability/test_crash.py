@@ -1,6 +1,6 @@
 """Crash safety: a writer killed by SIGKILL at each step of a commit leaves a usable table.
 
-For each fault point (pyice_sql/faults.py) and both catalogs, a child process runs a
+For each fault point (pyice_sql/core/faults.py) and both catalogs, a child process runs a
 merge-on-read MERGE (new data files + position deletes + manifests + manifest list + metadata)
 with PYICE_FAULT set and dies there. Then, in this process: the table loads and holds exactly
 the rows before the MERGE (or after it, for a kill after the pointer swap); the files the dead
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from pyice_sql.faults import POINTS
-from pyice_sql.io.fileio import local_path
+from pyice_sql.core.faults import POINTS
+from pyice_sql.core.format.fileio import local_path
 from tests.interop.engines import java_sql, sort_rows
 from tests.reliability.tablefiles import kind, leftovers
 
@@ -90,7 +90,7 @@ def crashed(spark, tmp_path_factory):
 
 
 def _ident(point: str):
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     return TableIdentifier(("db",), _name(point))
 

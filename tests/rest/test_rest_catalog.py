@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from pyice_sql.catalog.base import TableIdentifier
-from pyice_sql.catalog.rest import RestCatalog
-from pyice_sql.errors import (
+from pyice_sql.core.catalog.base import TableIdentifier
+from pyice_sql.core.catalog.rest import RestCatalog
+from pyice_sql.core.errors import (
     CommitStateUnknownError, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
     NoSuchTableError, RestCatalogError, TableAlreadyExistsError, UnsupportedError,
 )
-from pyice_sql.model.metadata import new_table_metadata
-from pyice_sql.model.partitioning import UNPARTITIONED
-from pyice_sql.model.schema import Schema
-from pyice_sql.model.sort_order import UNSORTED
-from pyice_sql.model.types import LONG, NestedField
+from pyice_sql.core.model.metadata import new_table_metadata
+from pyice_sql.core.model.partitioning import UNPARTITIONED
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.sort_order import UNSORTED
+from pyice_sql.core.model.types import LONG, NestedField
 from tests.rest.support import Proxy, proxy, rest_server, sort_rows
 
 pytestmark = [pytest.mark.rest]

@@ -89,7 +89,7 @@ def raced(spark, tmp_path_factory):
 
 
 def race_ident():
-    from pyice_sql.catalog.base import TableIdentifier
+    from pyice_sql.core.catalog.base import TableIdentifier
 
     return TableIdentifier(("db",), "race")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyice_sql.catalog.base import TableIdentifier
+from pyice_sql.core.catalog.base import TableIdentifier
 from tests.rest.support import java_rest_sql, pyiceberg_rows, rest_server, sort_rows
 
 pytestmark = [pytest.mark.rest, pytest.mark.interop, pytest.mark.spark]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pyice_sql.catalog.base import TableIdentifier
-from pyice_sql.commit.producer import SnapshotUpdate, commit_update
-from pyice_sql.commit.validation import RowLevelValidator
-from pyice_sql.errors import AnalysisError, ParseError, ValidationError
-from pyice_sql.expr.predicates import AlwaysTrue
-from pyice_sql.model.snapshots import Operation
+from pyice_sql.core.catalog.base import TableIdentifier
+from pyice_sql.core.commit.producer import SnapshotUpdate, commit_update
+from pyice_sql.core.commit.validation import RowLevelValidator
+from pyice_sql.core.errors import AnalysisError, ParseError, ValidationError
+from pyice_sql.core.expr.predicates import AlwaysTrue
+from pyice_sql.core.model.snapshots import Operation
 
 T = "local.db.t"
 

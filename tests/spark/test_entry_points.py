@@ -11,8 +11,8 @@ import pytest
 
 import pyice_sql
 from pyice_sql import cli
-from pyice_sql.errors import AnalysisError
-from pyice_sql.session import IceSession
+from pyice_sql.core.errors import AnalysisError
+from pyice_sql.spark.session import IceSession
 
 pytestmark = pytest.mark.spark
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from pyice_sql.errors import AnalysisError
+from pyice_sql.core.errors import AnalysisError
 
 pytestmark = pytest.mark.spark
 

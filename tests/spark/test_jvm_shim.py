@@ -23,7 +23,7 @@ MASK = 0x7FFFFFFF
 
 @pytest.fixture(scope="module")
 def shim(spark):
-    from pyice_sql.jvm.bridge import load_shim
+    from pyice_sql.spark.jvm.bridge import load_shim
 
     handle = load_shim(spark)
     handle.register_bucket_udf()
@@ -31,13 +31,13 @@ def shim(spark):
 
 
 def _jar_on_spark_jars(spark) -> bool:
-    from pyice_sql.jvm.bridge import shim_jar
+    from pyice_sql.spark.jvm.bridge import shim_jar
 
     return Path(shim_jar()).name in spark.sparkContext.getConf().get("spark.jars", "")
 
 
 def test_handshake_and_mode(spark, shim):
-    from pyice_sql.jvm.bridge import load_shim, shim_version
+    from pyice_sql.spark.jvm.bridge import load_shim, shim_version
 
     # The shared session (tests/conftest.py) normally has the jar on spark.jars; either way the mode must
     # follow the class path, and the other load path is covered by test_load_path_in_fresh_jvm.
@@ -47,7 +47,7 @@ def test_handshake_and_mode(spark, shim):
 
 
 def test_jar_is_built_once_and_cached(tmp_path):
-    from pyice_sql.jvm.bridge import shim_jar, shim_version
+    from pyice_sql.spark.jvm.bridge import shim_jar, shim_version
 
     jar = shim_jar(cache_dir=tmp_path)
     assert shim_jar(cache_dir=tmp_path) == jar
@@ -310,7 +310,7 @@ def test_file_helpers(shim, tmp_path):
 _FRESH_JVM_SCRIPT = textwrap.dedent("""
     import json, sys
     from pyspark.sql import SparkSession
-    from pyice_sql.jvm.bridge import load_shim, spark_jars_conf
+    from pyice_sql.spark.jvm.bridge import load_shim, spark_jars_conf
     mode, out = sys.argv[1], sys.argv[2]
     builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyice_sql.errors import AnalysisError
+from pyice_sql.core.errors import AnalysisError
 
 pytestmark = pytest.mark.spark
 

@@ -14,14 +14,14 @@ import time
 
 import pytest
 
-from pyice_sql.catalog.base import TableIdentifier
-from pyice_sql.commit.producer import RemovedFile, SnapshotUpdate, commit_update, publish_metadata
-from pyice_sql.errors import AnalysisError, UnsupportedError, ValidationError
-from pyice_sql.io.fileio import LocalFileIO, local_path
-from pyice_sql.model.snapshots import Operation, SnapshotRef
-from pyice_sql.procedures import bulk_files
-from pyice_sql.scan.metadata_tables import metadata_table
-from pyice_sql.scan.planner import plan_files
+from pyice_sql.core.catalog.base import TableIdentifier
+from pyice_sql.core.commit.producer import RemovedFile, SnapshotUpdate, commit_update, publish_metadata
+from pyice_sql.core.errors import AnalysisError, UnsupportedError, ValidationError
+from pyice_sql.core.format.fileio import LocalFileIO, local_path
+from pyice_sql.core.model.snapshots import Operation, SnapshotRef
+from pyice_sql.spark.procedures import bulk_files
+from pyice_sql.spark.read.metadata_tables import metadata_table
+from pyice_sql.core.scan.planner import plan_files
 
 MOR = "TBLPROPERTIES ('write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
 FUTURE = "TIMESTAMP '2999-01-01 00:00:00'"
@@ -238,7 +238,7 @@ def test_rewrite_data_files_where_and_thresholds(ice, small_files):
 
 
 def test_compaction_fails_when_a_delete_lands_on_its_files_first(ice, small_files, monkeypatch):
-    from pyice_sql.procedures import rewrite_data_files as rdf
+    from pyice_sql.spark.procedures import rewrite_data_files as rdf
 
     original = rdf.write_data_files
     written = []
@@ -258,7 +258,7 @@ def test_compaction_fails_when_a_delete_lands_on_its_files_first(ice, small_file
 
 
 def test_delete_fails_when_a_compaction_replaced_its_files_first(ice, small_files, monkeypatch):
-    from pyice_sql import dml
+    from pyice_sql.spark.rowlevel import dml
 
     original = dml.commit_or_clean
 
@@ -321,7 +321,7 @@ def test_rewrite_position_deletes_drops_rows_of_dead_files(ice, small_files):
 
 
 def test_many_manifests_are_read_by_a_spark_job(ice, small_files, monkeypatch):
-    from pyice_sql.procedures import reachability
+    from pyice_sql.spark.procedures import reachability
 
     table = _table(ice)
     on_driver = reachability.reachable_files(table.io, table.metadata, shim=ice.runtime.shim)

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from pyice_sql.catalog.base import TableIdentifier, read_metadata_file
-from pyice_sql.catalog.hadoop import HadoopCatalog
-from pyice_sql.errors import AnalysisError
-from pyice_sql.io.fileio import LocalFileIO, local_path
-from pyice_sql.scan.metadata_tables import METADATA_TABLE_NAMES, metadata_table
+from pyice_sql.core.catalog.base import TableIdentifier, read_metadata_file
+from pyice_sql.core.catalog.hadoop import HadoopCatalog
+from pyice_sql.core.errors import AnalysisError
+from pyice_sql.core.format.fileio import LocalFileIO, local_path
+from pyice_sql.spark.read.metadata_tables import METADATA_TABLE_NAMES, metadata_table
 
 SHARED = Path(os.environ.get("PYICE_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 REFERENCE = SHARED / "iceberg-reference" / "iceberg_ref.py"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from pyice_sql.scan.reader import manifest_path_key, spark_path_key
+from pyice_sql.spark.read.reader import manifest_path_key, spark_path_key
 
 pytestmark = pytest.mark.spark
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyice_sql.errors import AnalysisError, NoSuchNamespaceError
+from pyice_sql.core.errors import AnalysisError, NoSuchNamespaceError
 
 pytestmark = pytest.mark.spark
 
@@ -92,7 +92,7 @@ def test_insert_select_maps_by_position_even_with_repeated_names(ice):
 
 
 def test_insert_store_assignment_refuses_and_checks_like_spark(ice):
-    from pyice_sql.errors import AnalysisError
+    from pyice_sql.core.errors import AnalysisError
 
     ice.sql("CREATE DATABASE local.sa")
     ice.sql("CREATE TABLE local.sa.t (id bigint, d decimal(5,2)) USING iceberg")

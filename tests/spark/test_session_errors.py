@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pyice_sql.errors import (
+from pyice_sql.core.errors import (
     AnalysisError, CardinalityError, CorruptTableError, NoSuchTableError, ParseError, TableAlreadyExistsError,
 )
 
@@ -124,7 +124,7 @@ def test_missing_data_file_is_named(ice, table, warehouse):
 
 
 def test_not_null_violation_inside_a_merge_is_named(ice, table, warehouse):
-    from pyice_sql.errors import NotNullViolationError
+    from pyice_sql.core.errors import NotNullViolationError
 
     before = metadata_files(warehouse)
     ice.spark.createDataFrame([(5, "x")], "k bigint, s string").createOrReplaceTempView("nn")

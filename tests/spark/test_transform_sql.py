@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from pyice_sql.model.conversions import to_internal
-from pyice_sql.model.transforms import parse_transform, spark_internal_type
-from pyice_sql.model.types import BINARY, DATE, INT, LONG, STRING, TIMESTAMP, TIMESTAMPTZ, DecimalType
+from pyice_sql.core.model.conversions import to_internal
+from pyice_sql.core.model.transforms import parse_transform, spark_internal_type
+from pyice_sql.core.model.types import BINARY, DATE, INT, LONG, STRING, TIMESTAMP, TIMESTAMPTZ, DecimalType
 
 UTC = dt.timezone.utc
 DEC = DecimalType(9, 2)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import types as T
 
-from pyice_sql.compile.store_assignment import stored_value_sql
-from pyice_sql.errors import AnalysisError, NotNullViolationError
-from pyice_sql.model import types as it
-from pyice_sql.model.schema import Schema
-from pyice_sql.plan.builder import build_merge, build_update
-from pyice_sql.plan.nodes import INSERT, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
-from pyice_sql.sql.statements import parse_statement
+from pyice_sql.spark.rowlevel.compile.store_assignment import stored_value_sql
+from pyice_sql.core.errors import AnalysisError, NotNullViolationError
+from pyice_sql.core.model import types as it
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.plan.builder import build_merge, build_update
+from pyice_sql.core.plan.nodes import INSERT, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
+from pyice_sql.core.sql.statements import parse_statement
 
 AB = T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])
 BA = T.StructType([T.StructField("b", T.StringType()), T.StructField("a", T.IntegerType())])

@@ -14,15 +14,15 @@ from typing import Any
 import fastavro
 import pytest
 
-from pyice_sql.io import avro_codec as codec
-from pyice_sql.model.conversions import to_bytes
-from pyice_sql.model.manifest import (
+from pyice_sql.core.format import avro_codec as codec
+from pyice_sql.core.model.conversions import to_bytes
+from pyice_sql.core.model.manifest import (
     DataFile, DeleteFile, EntryStatus, FieldSummary, FileContent, ManifestContent, ManifestEntry, ManifestFile,
 )
-from pyice_sql.model.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
-from pyice_sql.model.schema import Schema
-from pyice_sql.model.transforms import parse_transform
-from pyice_sql.model.types import (
+from pyice_sql.core.model.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.transforms import parse_transform
+from pyice_sql.core.model.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMPTZ, UUID, DecimalType, FixedType,
     ListType, MapType, NestedField,
 )

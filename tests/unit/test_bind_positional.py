@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyice_sql.errors import ParseError, SqlPosition
-from pyice_sql.sql.script import bind_parameters
+from pyice_sql.core.errors import ParseError, SqlPosition
+from pyice_sql.core.sql.script import bind_parameters
 
 
 def test_markers_take_the_values_in_order_outside_strings_and_comments():

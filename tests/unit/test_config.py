@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyice_sql.config import CatalogConfig, from_conf
-from pyice_sql.errors import AnalysisError
+from pyice_sql.spark.config import CatalogConfig, from_conf
+from pyice_sql.core.errors import AnalysisError
 
 
 def test_no_conf_gives_the_local_filesystem_catalog():

@@ -1,4 +1,4 @@
-"""Tests for pyice_sql.expr: predicates, projection, evaluators and SQL translation.
+"""Tests for pyice_sql.core.expr: predicates, projection, evaluators and SQL translation.
 
 Besides hand-written cases, several tests compare the evaluators with brute force over the
 rows a file/partition/manifest was built from: an inclusive evaluator must never say False
@@ -16,24 +16,24 @@ import duckdb
 import pytest
 import sqlglot
 
-from pyice_sql.expr.evaluators import (
+from pyice_sql.core.expr.evaluators import (
     InclusiveMetricsEvaluator, ManifestEvaluator, PartitionEvaluator, StrictMetricsEvaluator,
 )
-from pyice_sql.expr.from_sql import split_conjuncts, to_predicate
-from pyice_sql.expr.predicates import (
+from pyice_sql.core.expr.from_sql import split_conjuncts, to_predicate
+from pyice_sql.core.expr.predicates import (
     AlwaysFalse, AlwaysTrue, And, BoundPredicate, Expression, Not, Op, Or, Predicate, Ref, bind, eq, evaluate_row,
     gt, gt_eq, in_, is_nan, is_null, lt, lt_eq, not_eq, not_in, not_nan, not_null, not_starts_with,
     referenced_field_ids, rewrite_not, starts_with,
 )
-from pyice_sql.expr.projection import inclusive_projection, strict_projection
-from pyice_sql.model.conversions import (
+from pyice_sql.core.expr.projection import inclusive_projection, strict_projection
+from pyice_sql.core.model.conversions import (
     normalize_float_bounds, to_bytes, to_internal, to_python, truncate_lower_bound, truncate_upper_bound,
 )
-from pyice_sql.model.manifest import DataFile, FieldSummary, ManifestFile
-from pyice_sql.model.partitioning import PartitionField, PartitionSpec
-from pyice_sql.model.schema import Schema
-from pyice_sql.model.transforms import parse_transform
-from pyice_sql.model.types import (
+from pyice_sql.core.model.manifest import DataFile, FieldSummary, ManifestFile
+from pyice_sql.core.model.partitioning import PartitionField, PartitionSpec
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.transforms import parse_transform
+from pyice_sql.core.model.types import (
     BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIMESTAMPTZ, UUID, DecimalType, IcebergType, NestedField,
 )
 

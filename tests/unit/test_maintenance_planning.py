@@ -10,20 +10,20 @@ import dataclasses
 
 import pytest
 
-from pyice_sql.errors import AnalysisError
-from pyice_sql.model.manifest import DataFile, EntryStatus, FileContent, ManifestEntry
-from pyice_sql.model.metadata import new_table_metadata
-from pyice_sql.model.partitioning import UNPARTITIONED
-from pyice_sql.model.schema import Schema
-from pyice_sql.model.snapshots import Snapshot, SnapshotRef
-from pyice_sql.model.sort_order import UNSORTED
-from pyice_sql.model.types import LONG, NestedField
-from pyice_sql.procedures.binpack import SizeOptions, pack, plan_partition
-from pyice_sql.procedures.expire_snapshots import ExpiryPolicy, expire
-from pyice_sql.procedures.reachability import path_key
-from pyice_sql.procedures.rewrite_data_files import DeleteThresholds, dangling_deletes, plan_groups
-from pyice_sql.procedures.rewrite_manifests import chunks
-from pyice_sql.scan.planner import FileScanTask, ScanPlan
+from pyice_sql.core.errors import AnalysisError
+from pyice_sql.core.model.manifest import DataFile, EntryStatus, FileContent, ManifestEntry
+from pyice_sql.core.model.metadata import new_table_metadata
+from pyice_sql.core.model.partitioning import UNPARTITIONED
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.snapshots import Snapshot, SnapshotRef
+from pyice_sql.core.model.sort_order import UNSORTED
+from pyice_sql.core.model.types import LONG, NestedField
+from pyice_sql.spark.procedures.binpack import SizeOptions, pack, plan_partition
+from pyice_sql.spark.procedures.expire_snapshots import ExpiryPolicy, expire
+from pyice_sql.spark.procedures.reachability import path_key
+from pyice_sql.spark.procedures.rewrite_data_files import DeleteThresholds, dangling_deletes, plan_groups
+from pyice_sql.spark.procedures.rewrite_manifests import chunks
+from pyice_sql.core.scan.planner import FileScanTask, ScanPlan
 
 NOW = 10_000
 

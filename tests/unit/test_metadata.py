@@ -16,20 +16,20 @@ from typing import Any
 import pytest
 from pyiceberg.table.metadata import TableMetadataUtil
 
-from pyice_sql.model import metadata as metadata_module
-from pyice_sql.model.metadata import (
+from pyice_sql.core.model import metadata as metadata_module
+from pyice_sql.core.model.metadata import (
     MetadataLogEntry, SnapshotLogEntry, TableMetadata, new_table_metadata,
 )
-from pyice_sql.model.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
-from pyice_sql.model.schema import Schema
-from pyice_sql.model.snapshots import (
+from pyice_sql.core.model.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.snapshots import (
     Operation, Snapshot, SnapshotRef, build_summary, new_snapshot_id,
 )
 
 APPEND, OVERWRITE, DELETE, REPLACE = Operation.APPEND, Operation.OVERWRITE, Operation.DELETE, Operation.REPLACE
-from pyice_sql.model.sort_order import UNSORTED, SortField, SortOrder
-from pyice_sql.model.transforms import parse_transform
-from pyice_sql.model.types import (
+from pyice_sql.core.model.sort_order import UNSORTED, SortField, SortOrder
+from pyice_sql.core.model.transforms import parse_transform
+from pyice_sql.core.model.types import (
     DOUBLE, INT, LONG, STRING, TIMESTAMPTZ, ListType, MapType, NestedField, StructType,
 )
 
@@ -375,7 +375,7 @@ def test_new_snapshot_id_is_positive_63_bit_and_avoids_collisions(monkeypatch: p
         sid = new_snapshot_id(set())
         assert 0 < sid < 2 ** 63
     draws = iter([0, 42, 42, 43])
-    monkeypatch.setattr("pyice_sql.model.snapshots.secrets.randbits", lambda bits: next(draws))
+    monkeypatch.setattr("pyice_sql.core.model.snapshots.secrets.randbits", lambda bits: next(draws))
     assert new_snapshot_id({42}) == 43
 
 

@@ -16,15 +16,15 @@ from pyiceberg.table import CommitTableRequest
 from pyiceberg.table.metadata import TableMetadataUtil
 from pyiceberg.table.update import update_table_metadata
 
-from pyice_sql.catalog.metadata_updates import table_changes
-from pyice_sql.errors import UnsupportedError
-from pyice_sql.model.metadata import TableMetadata, new_table_metadata
-from pyice_sql.model.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
-from pyice_sql.model.schema import Schema
-from pyice_sql.model.snapshots import Snapshot, SnapshotRef
-from pyice_sql.model.sort_order import UNSORTED, SortField, SortOrder
-from pyice_sql.model.transforms import parse_transform
-from pyice_sql.model.types import LONG, STRING, NestedField
+from pyice_sql.core.catalog.metadata_updates import table_changes
+from pyice_sql.core.errors import UnsupportedError
+from pyice_sql.core.model.metadata import TableMetadata, new_table_metadata
+from pyice_sql.core.model.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.snapshots import Snapshot, SnapshotRef
+from pyice_sql.core.model.sort_order import UNSORTED, SortField, SortOrder
+from pyice_sql.core.model.transforms import parse_transform
+from pyice_sql.core.model.types import LONG, STRING, NestedField
 
 SCHEMA = Schema((NestedField(1, "id", LONG), NestedField(2, "s", STRING, required=False)))
 

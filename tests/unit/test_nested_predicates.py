@@ -10,13 +10,13 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from pyice_sql.expr.evaluators import InclusiveMetricsEvaluator, StrictMetricsEvaluator
-from pyice_sql.expr.from_sql import target_columns, to_predicate
-from pyice_sql.expr.predicates import AlwaysFalse, AlwaysTrue, BoundPredicate, Op, bind
-from pyice_sql.model.conversions import to_bytes
-from pyice_sql.model.manifest import DataFile
-from pyice_sql.model.schema import Schema
-from pyice_sql.model.types import INT, LONG, STRING, ListType, MapType, NestedField, StructType
+from pyice_sql.core.expr.evaluators import InclusiveMetricsEvaluator, StrictMetricsEvaluator
+from pyice_sql.core.expr.from_sql import target_columns, to_predicate
+from pyice_sql.core.expr.predicates import AlwaysFalse, AlwaysTrue, BoundPredicate, Op, bind
+from pyice_sql.core.model.conversions import to_bytes
+from pyice_sql.core.model.manifest import DataFile
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.types import INT, LONG, STRING, ListType, MapType, NestedField, StructType
 
 SCHEMA = Schema((
     NestedField(1, "id", INT, required=True),

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import pytest
 
-from pyice_sql.errors import AnalysisError
-from pyice_sql.expr.predicates import AlwaysTrue, bind, evaluate_row
-from pyice_sql.model import types as it
-from pyice_sql.model.schema import Schema
-from pyice_sql.plan.builder import build_delete, build_merge, build_update
-from pyice_sql.plan.nodes import DELETE, INSERT, UPDATE
-from pyice_sql.plan.rules.join_type import choose_join
-from pyice_sql.plan.rules.prune_target import prune_target
-from pyice_sql.plan.rules.write_mode import choose_write_mode
-from pyice_sql.sql.statements import parse_statement
+from pyice_sql.core.errors import AnalysisError
+from pyice_sql.core.expr.predicates import AlwaysTrue, bind, evaluate_row
+from pyice_sql.core.model import types as it
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.plan.builder import build_delete, build_merge, build_update
+from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.core.plan.rules.join_type import choose_join
+from pyice_sql.core.plan.rules.prune_target import prune_target
+from pyice_sql.core.plan.rules.write_mode import choose_write_mode
+from pyice_sql.core.sql.statements import parse_statement
 
 SCHEMA = Schema((it.NestedField(1, "id", it.LONG, True), it.NestedField(2, "p", it.STRING),
                  it.NestedField(3, "v", it.INT)))

@@ -1,8 +1,8 @@
 """Procedure argument binding follows Iceberg's Spark procedures (positional xor named)."""
 import pytest
 
-from pyice_sql.errors import AnalysisError
-from pyice_sql.procedures.registry import Parameter, Procedure, lookup
+from pyice_sql.core.errors import AnalysisError
+from pyice_sql.spark.procedures.registry import Parameter, Procedure, lookup
 
 PROC = Procedure("p", (Parameter("table", required=True), Parameter("snapshot_id"), Parameter("dry_run", default=False)),
                  "x int", lambda ctx, args: [])

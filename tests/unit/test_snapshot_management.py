@@ -14,18 +14,18 @@ import dataclasses
 
 import pytest
 
-from pyice_sql.errors import ParseError, ValidationError
-from pyice_sql.model.metadata import TableMetadata, new_table_metadata
-from pyice_sql.model.partitioning import UNPARTITIONED
-from pyice_sql.model.schema import Schema
-from pyice_sql.model.snapshots import Snapshot, SnapshotRef
-from pyice_sql.model.sort_order import UNSORTED
-from pyice_sql.model.types import LONG, NestedField
-from pyice_sql.procedures.snapshot_management import (
+from pyice_sql.core.errors import ParseError, ValidationError
+from pyice_sql.core.model.metadata import TableMetadata, new_table_metadata
+from pyice_sql.core.model.partitioning import UNPARTITIONED
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.snapshots import Snapshot, SnapshotRef
+from pyice_sql.core.model.sort_order import UNSORTED
+from pyice_sql.core.model.types import LONG, NestedField
+from pyice_sql.spark.procedures.snapshot_management import (
     can_fast_forward, check_pickable, fast_forward_ref, latest_ancestor_before, rollback_to, set_current,
 )
-from pyice_sql.refs_ddl import ref_change
-from pyice_sql.sql import statements as st
+from pyice_sql.core.commit.refs import ref_change
+from pyice_sql.core.sql import statements as st
 
 T = "local.db.t"
 

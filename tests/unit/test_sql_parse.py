@@ -7,10 +7,10 @@ from decimal import Decimal
 import pytest
 from sqlglot import exp
 
-from pyice_sql.errors import ParseError, PyIceError, SqlPosition, UnsupportedError
-from pyice_sql.sql.dialect import PyIceSpark
-from pyice_sql.sql.script import bind_parameters, split_script, sql_literal, substitute_variables
-from pyice_sql.sql.statements import (
+from pyice_sql.core.errors import ParseError, PyIceError, SqlPosition, UnsupportedError
+from pyice_sql.core.sql.dialect import PyIceSpark
+from pyice_sql.core.sql.script import bind_parameters, split_script, sql_literal, substitute_variables
+from pyice_sql.core.sql.statements import (
     AlterTableAddColumns, AlterTableAddPartitionField, AlterTableAlterColumn, AlterTableDropColumns,
     AlterTableDropPartitionField, AlterTableRename, AlterTableRenameColumn, AlterTableReplacePartitionField,
     AlterTableSetProperties, AlterTableUnsetProperties, Call, ColumnSpec, CreateNamespace, CreateTable,

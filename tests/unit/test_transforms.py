@@ -12,12 +12,12 @@ import pytest
 from pyiceberg import transforms as pyi_tr
 from pyiceberg import types as pyi
 
-from pyice_sql.model.conversions import to_internal
-from pyice_sql.model.transforms import (
+from pyice_sql.core.model.conversions import to_internal
+from pyice_sql.core.model.transforms import (
     Bucket, Day, Hour, Identity, Month, Transform, Truncate, Void, Year, bucket_bytes, civil_from_days, murmur3_32,
     parse_transform,
 )
-from pyice_sql.model.types import (
+from pyice_sql.core.model.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMPTZ, UUID, DecimalType, FixedType,
     ListType,
 )

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from pyice_sql.errors import ParseError
-from pyice_sql.model.sort_order import ASC, DESC, NULLS_FIRST, NULLS_LAST
-from pyice_sql.sql import statements as st
-from pyice_sql.sql.write_order import SetWriteOrder, SortTerm, parse
+from pyice_sql.core.errors import ParseError
+from pyice_sql.core.model.sort_order import ASC, DESC, NULLS_FIRST, NULLS_LAST
+from pyice_sql.core.sql import statements as st
+from pyice_sql.core.sql.write_order import SetWriteOrder, SortTerm, parse
 
 
 def ours(sql):

@@ -1,0 +1,437 @@
+"""Translate a Spark SQL condition (a sqlglot tree) into a pruning predicate on target columns.
+
+SQL keeps a row only when its condition is TRUE; NULL and FALSE both drop it. The predicate
+language is two-valued (see `predicates`), so each SQL node is translated twice over: into
+"this is TRUE" and "this is FALSE", and NOT swaps the two. For example `p <> 'a'` is TRUE only
+for non-null p, giving `p IS NOT NULL AND p != 'a'`, so a strict projection never claims a
+partition with null p matches.
+
+What cannot be translated (other tables' columns, functions, subqueries, literals that do not
+convert exactly to the column type, struct/list/map columns, anything that would not bind to
+the schema) is approximated in the mode's safe direction: AlwaysTrue for `inclusive` (may keep
+too much), AlwaysFalse for `strict` (may claim too little). The approximation is applied to
+the TRUE/FALSE form, never negated, so it stays sound under NOT. So pruning never turns a
+valid statement into an error: what it cannot use is left to Spark.
+
+Fields nested in structs (`t.addr.city`) are translated as Iceberg binds them, by their dotted
+path (`addr.city`); `target_columns` resolves a column reference to that path as Spark does.
+
+Literal timestamps without an offset are read as UTC: the engine runs Spark with
+`spark.sql.session.timeZone=UTC`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import struct
+from decimal import Decimal, InvalidOperation
+from typing import Any, Callable, Literal
+
+from sqlglot import exp
+
+from pyice_sql.core.expr.predicates import (
+    AlwaysFalse, AlwaysTrue, And, Expression, Or, Predicate, Op, Ref, bind,
+)
+from pyice_sql.core.model.conversions import decimal_unscaled, to_internal
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.types import IcebergType, NestedField, PrimitiveType
+
+Mode = Literal["inclusive", "strict"]
+TargetColumn = Callable[[exp.Expression], "str | None"]
+
+
+class _Untranslatable(Exception):
+    """Raised inside the translator for a node with no exact predicate form."""
+
+
+_DATE = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})\s*$")
+_TIMESTAMP = re.compile(
+    r"^\s*\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?\s*$")
+_INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
+_DECIMAL = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$")
+_LIKE_SPECIAL = re.compile(r"[%_\\]")
+_INT_CAST_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+                  exp.DataType.Type.BIGINT: 64}
+
+# SQL comparison node -> (operator when the column is on the left, operator after swapping sides)
+_COMPARISONS: dict[type, tuple[Op, Op]] = {
+    exp.EQ: (Op.EQ, Op.EQ), exp.NEQ: (Op.NOT_EQ, Op.NOT_EQ), exp.LT: (Op.LT, Op.GT),
+    exp.LTE: (Op.LT_EQ, Op.GT_EQ), exp.GT: (Op.GT, Op.LT), exp.GTE: (Op.GT_EQ, Op.LT_EQ),
+}
+# On non-null operands SQL comparisons form a total order, so "x op c is FALSE" is "x op' c is TRUE".
+_SQL_NEGATION = {Op.EQ: Op.NOT_EQ, Op.NOT_EQ: Op.EQ, Op.LT: Op.GT_EQ, Op.GT_EQ: Op.LT,
+                 Op.LT_EQ: Op.GT, Op.GT: Op.LT_EQ}
+
+
+def split_conjuncts(cond: exp.Expression) -> list[exp.Expression]:
+    """The AND-ed parts of a condition (parentheses looked through), in order."""
+    while isinstance(cond, exp.Paren):
+        cond = cond.this
+    if isinstance(cond, exp.And):
+        return split_conjuncts(cond.this) + split_conjuncts(cond.expression)
+    return [cond]
+
+
+def column_path(node: exp.Expression) -> tuple[str, ...] | None:
+    """The name parts of a column reference (`cat.db.t.c.x`, however sqlglot split it), or None."""
+    names: list[str] = []
+    while isinstance(node, exp.Dot):
+        if not isinstance(node.expression, exp.Identifier):
+            return None
+        names.insert(0, node.expression.name)
+        node = node.this
+    if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
+        return None
+    return tuple(p.name for p in node.parts) + tuple(names)
+
+
+def target_columns(schema: Schema, qualifiers: list[tuple[str, ...]], other_qualifiers: set[str] = frozenset(),
+                   shadowed: set[str] = frozenset()) -> TargetColumn:
+    """Resolve column references to the target's field paths (`c` or `c.x`), with Spark's rules.
+
+    `qualifiers`: the name parts that may qualify the target's columns (its alias, or its name
+    with any prefix of `catalog.db`), lowercase. A reference whose leading parts are a qualifier
+    is that table's column (then nested fields); otherwise its first part is a column of the
+    target, unless it names another table (`other_qualifiers`) or a column the other side has
+    too (`shadowed`: not safely the target's). Names holding a dot are not resolved (the dotted
+    path would misread them).
+    """
+    ordered = sorted({tuple(q) for q in qualifiers}, key=len, reverse=True)
+
+    def resolve(node: exp.Expression) -> str | None:
+        parts = column_path(node)
+        if parts is None or any("." in p for p in parts):
+            return None
+        lowered = tuple(p.lower() for p in parts)
+        rest = next((parts[len(q):] for q in ordered if len(q) < len(parts) and lowered[:len(q)] == q), None)
+        if rest is None:
+            if (lowered[0] in other_qualifiers and len(parts) > 1) or lowered[0] in shadowed:
+                return None
+            rest = parts
+        field = schema.find_field(".".join(rest))
+        if field is None:
+            return None
+        path, struct = [], schema.struct
+        for name in rest:
+            child = struct.field_by_name(name)
+            path.append(child.name)
+            struct = child.type
+        return ".".join(path)
+    return resolve
+
+
+def to_predicate(cond: exp.Expression, is_target_column: TargetColumn, schema: Schema,
+                 mode: Mode = "inclusive", case_sensitive: bool = False) -> Expression:
+    """An unbound predicate over target columns implied by (inclusive) or implying (strict) `cond`.
+
+    `is_target_column` names the target column a sqlglot column refers to, or returns None for
+    columns of other tables; `schema` (the target's) gives the column types literals convert to.
+    """
+    if mode not in ("inclusive", "strict"):
+        raise ValueError(f"mode must be 'inclusive' or 'strict', not {mode!r}")
+    return _Translator(is_target_column, schema, mode, case_sensitive).when(cond, True)
+
+
+class _Translator:
+    def __init__(self, is_target_column: TargetColumn, schema: Schema, mode: Mode, case_sensitive: bool) -> None:
+        self.is_target_column = is_target_column
+        self.schema = schema
+        self.unknown: Expression = AlwaysTrue() if mode == "inclusive" else AlwaysFalse()
+        self.case_sensitive = case_sensitive
+
+    def when(self, node: exp.Expression, truth: bool) -> Expression:
+        """Rows where `node` evaluates to `truth` (TRUE or FALSE, never NULL)."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            parts = self.when(node.this, truth), self.when(node.expression, truth)
+            return And(*parts) if truth else Or(*parts)
+        if isinstance(node, exp.Or):
+            parts = self.when(node.this, truth), self.when(node.expression, truth)
+            return Or(*parts) if truth else And(*parts)
+        if isinstance(node, exp.Not):
+            return self.when(node.this, not truth)
+        if isinstance(node, exp.Boolean):
+            return AlwaysTrue() if node.this == truth else AlwaysFalse()
+        if isinstance(node, exp.Null):
+            return AlwaysFalse()
+        try:
+            leaf = self._leaf(node, truth)
+            bind(leaf, self.schema, self.case_sensitive)  # what would not bind cannot prune
+        except (_Untranslatable, ValueError):
+            return self.unknown
+        return leaf
+
+    # --- leaves ----------------------------------------------------------------------------------
+
+    def _leaf(self, node: exp.Expression, truth: bool) -> Expression:
+        if node.args.get("negate"):
+            truth = not truth
+        if isinstance(node, exp.Between):
+            if node.args.get("symmetric"):
+                raise _Untranslatable
+            col = node.this
+            return self.when(exp.and_(exp.GTE(this=col.copy(), expression=node.args["low"].copy()),
+                                      exp.LTE(this=col.copy(), expression=node.args["high"].copy())), truth)
+        if isinstance(node, exp.Is):
+            name, _ = self._column(node.this)
+            if not isinstance(node.expression, exp.Null):
+                raise _Untranslatable
+            return Predicate(Op.IS_NULL if truth else Op.NOT_NULL, Ref(name))
+        if isinstance(node, tuple(_COMPARISONS)):
+            return self._comparison(node, truth)
+        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+            return self._null_safe(node, truth)
+        if isinstance(node, exp.In):
+            return self._in(node, truth)
+        if isinstance(node, exp.Like):
+            return self._like(node, truth)
+        if isinstance(node, (exp.Column, exp.Dot)):
+            name, field = self._column(node)
+            if field.type != PrimitiveType("boolean"):
+                raise _Untranslatable
+            return Predicate(Op.EQ, Ref(name), (truth,))
+        raise _Untranslatable
+
+    def _column(self, node: exp.Expression) -> tuple[str, NestedField]:
+        """The target field a column reference names; only primitive fields have pruning metrics."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if not isinstance(node, (exp.Column, exp.Dot)):
+            raise _Untranslatable
+        name = self.is_target_column(node)
+        if name is None:
+            raise _Untranslatable
+        field = self.schema.find_field(name, self.case_sensitive)
+        if field is None or not field.type.is_primitive:
+            raise _Untranslatable
+        return name, field
+
+    def _sides(self, node: exp.Expression) -> tuple[str, NestedField, exp.Expression, bool]:
+        """(column name, field, literal side, swapped) of a binary node with one target column."""
+        try:
+            return (*self._column(node.this), node.expression, False)
+        except _Untranslatable:
+            return (*self._column(node.expression), node.this, True)
+
+    def _comparison(self, node: exp.Expression, truth: bool) -> Expression:
+        name, field, lit_node, swapped = self._sides(node)
+        plain, flipped = _COMPARISONS[type(node)]
+        op = flipped if swapped else plain
+        value = _literal(lit_node)
+        if value is None:
+            return AlwaysFalse()  # comparing with NULL is never TRUE nor FALSE
+        return self._compare(name, field, op if truth else _SQL_NEGATION[op], value)
+
+    def _compare(self, name: str, field: NestedField, op: Op, value: Any) -> Expression:
+        """`name op value` is TRUE, with Spark's ordering: NaN equals NaN and exceeds every number."""
+        lit = _convert(field.type, value)
+        ref = Ref(name)
+        pred = Predicate(op, ref, (lit,))
+        if op == Op.NOT_EQ:
+            return And(Predicate(Op.NOT_NULL, ref), pred)
+        if op in (Op.GT, Op.GT_EQ) and _is_floating(field.type):
+            return Or(pred, Predicate(Op.IS_NAN, ref))
+        return pred
+
+    def _null_safe(self, node: exp.Expression, truth: bool) -> Expression:
+        """`<=>` is never NULL: equal values or both null."""
+        name, field, lit_node, _ = self._sides(node)
+        if isinstance(node, exp.NullSafeNEQ):
+            truth = not truth
+        value = _literal(lit_node)
+        ref = Ref(name)
+        if value is None:
+            return Predicate(Op.IS_NULL if truth else Op.NOT_NULL, ref)
+        lit = _convert(field.type, value)
+        return Predicate(Op.EQ if truth else Op.NOT_EQ, ref, (lit,))
+
+    def _in(self, node: exp.In, truth: bool) -> Expression:
+        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+            raise _Untranslatable
+        name, field = self._column(node.this)
+        raw = [_literal(e) for e in node.expressions]
+        values = [_convert(field.type, v) for v in raw if v is not None]
+        ref = Ref(name)
+        if truth:
+            return Predicate(Op.IN, ref, tuple(values))
+        if len(values) < len(raw):
+            return AlwaysFalse()  # x NOT IN (..., NULL) is never TRUE
+        return And(Predicate(Op.NOT_NULL, ref), Predicate(Op.NOT_IN, ref, tuple(values)))
+
+    def _like(self, node: exp.Like, truth: bool) -> Expression:
+        """`LIKE 'abc%'` is a prefix test; a pattern without wildcards is equality."""
+        if node.args.get("escape") is not None:
+            raise _Untranslatable
+        name, field = self._column(node.this)
+        pattern = _literal(node.expression)
+        if field.type != PrimitiveType("string") or not isinstance(pattern, str):
+            raise _Untranslatable
+        prefix = pattern.rstrip("%")
+        if _LIKE_SPECIAL.search(prefix):
+            raise _Untranslatable
+        ref = Ref(name)
+        if prefix == pattern:
+            return self._compare(name, field, Op.EQ if truth else Op.NOT_EQ, pattern)
+        if not prefix:
+            return Predicate(Op.NOT_NULL, ref) if truth else AlwaysFalse()
+        if truth:
+            return Predicate(Op.STARTS_WITH, ref, (prefix,))
+        return And(Predicate(Op.NOT_NULL, ref), Predicate(Op.NOT_STARTS_WITH, ref, (prefix,)))
+
+
+# --- literals ------------------------------------------------------------------------------------
+
+
+def _is_floating(t: IcebergType) -> bool:
+    return isinstance(t, PrimitiveType) and t.name in ("float", "double")
+
+
+def _number(text: str) -> int | Decimal | float:
+    """Spark's literal typing: integers, exact decimals (1.5), doubles only with an exponent (1e3)."""
+    if _INTEGER.match(text):
+        return int(text)
+    if _DECIMAL.match(text):
+        return Decimal(text.strip())
+    try:
+        return float(text)
+    except ValueError:
+        raise _Untranslatable from None
+
+
+def _literal(node: exp.Expression) -> Any:
+    """The Python value of a constant SQL expression (None for NULL); raises if not a constant."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Literal):
+        return node.this if node.is_string else _number(node.this)
+    if isinstance(node, exp.Neg):
+        inner = _literal(node.this)
+        if isinstance(inner, bool) or not isinstance(inner, (int, float, Decimal)):
+            raise _Untranslatable
+        return -inner
+    if isinstance(node, exp.Cast):  # also TryCast; Spark's CAST and typed literals
+        return _cast(_literal(node.this), node.to)
+    raise _Untranslatable
+
+
+def _cast(value: Any, to: exp.DataType) -> Any:
+    """A constant CAST, only where the result is unambiguous (else untranslatable)."""
+    if value is None:
+        return None
+    kind = to.this
+    T = exp.DataType.Type
+    if kind == T.DATE:
+        if isinstance(value, str) and _DATE.match(value):
+            try:
+                return dt.date.fromisoformat(value.strip())
+            except ValueError:
+                raise _Untranslatable from None
+    elif kind in (T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMPNTZ):
+        if isinstance(value, str) and _TIMESTAMP.match(value):
+            try:
+                parsed = dt.datetime.fromisoformat(value.strip().replace(" ", "T", 1).replace("Z", "+00:00"))
+            except ValueError:
+                raise _Untranslatable from None
+            if parsed.tzinfo is None:
+                return parsed
+            if kind != T.TIMESTAMPNTZ:  # an instant: keep it, as naive UTC
+                return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    elif kind in _INT_CAST_BITS:
+        if isinstance(value, str) and _INTEGER.match(value):
+            value = int(value)
+        limit = 2 ** (_INT_CAST_BITS[kind] - 1)
+        if isinstance(value, int) and not isinstance(value, bool) and -limit <= value < limit:
+            return value  # out of range, Spark wraps or yields NULL: untranslatable
+    elif kind in (T.FLOAT, T.DOUBLE):
+        if isinstance(value, (int, Decimal, float)) and not isinstance(value, bool):
+            return float(value) if kind == T.DOUBLE else _float32_or_fail(float(value))
+    elif kind == T.DECIMAL:
+        return _decimal_cast(value, to)
+    elif kind in (T.VARCHAR, T.CHAR, T.TEXT) and isinstance(value, str):
+        return value
+    raise _Untranslatable
+
+
+def _decimal_cast(value: Any, to: exp.DataType) -> Decimal:
+    """CAST to DECIMAL(p, s); only values already at most `s` digits after the point (no rounding)."""
+    if isinstance(value, bool):
+        raise _Untranslatable
+    try:
+        d = Decimal(value.strip()) if isinstance(value, str) else Decimal(value)
+    except (InvalidOperation, TypeError):
+        raise _Untranslatable from None
+    params = [int(p.this.this) for p in to.expressions]
+    precision, scale = (params + [10, 0][len(params):])[:2]  # Spark's DECIMAL is DECIMAL(10,0)
+    try:
+        unscaled = decimal_unscaled(d, scale)
+    except ValueError:
+        raise _Untranslatable from None  # Spark would round
+    if len(str(abs(unscaled))) > precision:
+        raise _Untranslatable  # Spark yields NULL on overflow
+    return d
+
+
+def _float32_or_fail(v: float) -> float:
+    """`v` if it is exactly a float32 (as Spark compares float columns in double precision)."""
+    try:
+        exact = struct.unpack("<f", struct.pack("<f", v))[0] == v
+    except OverflowError:
+        exact = False
+    if not exact:
+        raise _Untranslatable
+    return v
+
+
+def _convert(t: IcebergType, value: Any) -> Any:
+    """`value` as an internal value of the column type, when Spark would compare it exactly so."""
+    if not isinstance(t, PrimitiveType):
+        if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
+            return _to_internal(t, value)  # decimal column: exact or untranslatable
+        raise _Untranslatable
+    name = t.name
+    if name == "boolean":
+        if isinstance(value, bool):
+            return value
+    elif isinstance(value, bool):
+        raise _Untranslatable
+    elif name in ("int", "long"):
+        if isinstance(value, (int, Decimal)) and value == int(value):
+            return _to_internal(t, int(value))
+    elif name in ("float", "double"):
+        if isinstance(value, (int, float, Decimal)):
+            f = float(value)
+            if f != f:
+                raise _Untranslatable  # NaN literals: not worth Spark's NaN ordering rules
+            return _float32_or_fail(f) if name == "float" else f
+    elif name == "date":
+        if isinstance(value, str) and _DATE.match(value):
+            return _to_internal(t, value)
+        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+            return _to_internal(t, value)
+    elif name in ("timestamp", "timestamptz"):
+        if isinstance(value, str) and _TIMESTAMP.match(value):
+            value = _cast(value, exp.DataType.build("timestamp_ntz" if name == "timestamp" else "timestamp"))
+        if isinstance(value, dt.date):  # a date compares as its midnight
+            return _to_internal(t, value)
+    elif name == "string":
+        if isinstance(value, str):
+            return value
+    elif name == "uuid":
+        # Spark sees uuid columns as lowercase canonical strings, so only that spelling is equal.
+        if isinstance(value, str):
+            u = _to_internal(t, value)
+            if str(u) == value:
+                return u
+    raise _Untranslatable
+
+
+def _to_internal(t: IcebergType, value: Any) -> Any:
+    try:
+        return to_internal(t, value)
+    except (ValueError, TypeError):
+        raise _Untranslatable from None

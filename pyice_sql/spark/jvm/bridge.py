@@ -1,0 +1,382 @@
+"""py4j bridge to the small Java shim (sources: pyice_sql/spark/jvm/shim_src/pyice/shim/*.java).
+
+The shim is never shipped as a binary. `shim_jar()` compiles the sources with the local JDK's javac
+against the jars of the installed Spark (pyspark/jars, or $SPARK_HOME/jars) on first use, and caches
+the jar as `~/.cache/pyice_sql/shim-<sha1>.jar` (sha1 of the sources and of the Spark jar names).
+
+`load_shim(spark)` returns a ShimHandle, in one of two modes:
+  * "classpath": the session was started with `spark.jars` containing the jar (see `spark_jars_conf()`),
+    so `spark._jvm.pyice.shim.*` resolves directly. Preferred whenever it works.
+  * "loader": the session already runs without the jar. The classes are loaded on the driver through a
+    `java.net.URLClassLoader` (parent: the py4j thread's context class loader), static methods are called
+    by reflection, and `addJar` ships the jar to the executors so that task closures (footer reading, the
+    bucket UDF) deserialize there.
+Either way the handshake compares `Shim.version()` with the version of the sources shipped here.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import Any, Iterable, NamedTuple
+
+SHIM_API = "1"
+DRIVER_FOOTER_LIMIT = 8  # up to this many footers are read on the driver, no Spark job  # must equal pyice.shim.Shim.API
+SRC_DIR = Path(__file__).resolve().parent / "shim_src"
+_JAVA_PACKAGE = "pyice.shim"
+_BUILD_ID_ENTRY = "pyice/shim/build-id.txt"
+# Bytecode for Java 8 runs on every JVM Spark 3.5+ supports; fall back if this javac refuses it.
+_JAVAC_TARGETS: tuple[tuple[str, ...], ...] = (("--release", "8"), ("--release", "11"), ())
+_build_lock = threading.Lock()
+_load_lock = threading.Lock()
+
+
+class ShimError(RuntimeError):
+    """The JVM shim cannot be built or loaded."""
+
+
+class ShimBuildError(ShimError):
+    pass
+
+
+class ShimVersionError(ShimError):
+    pass
+
+
+class ListedFile(NamedTuple):
+    path: str
+    length: int
+    modified_ms: int
+    is_dir: bool
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Building the jar
+
+
+def shim_sources() -> list[Path]:
+    srcs = sorted(SRC_DIR.glob("pyice/shim/*.java"))
+    if not srcs:
+        raise ShimBuildError(f"no Java sources under {SRC_DIR}")
+    return srcs
+
+
+def source_digest() -> str:
+    """sha1 of the shim's Java sources (names and contents)."""
+    h = hashlib.sha1()
+    for src in shim_sources():
+        h.update(src.relative_to(SRC_DIR).as_posix().encode() + b"\0")
+        h.update(src.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def shim_version() -> str:
+    """The version string the jar built from these sources reports through `Shim.version()`."""
+    return f"{SHIM_API}+{source_digest()[:16]}"
+
+
+def spark_jars_dir() -> Path:
+    """The jars of the Spark that pyspark runs: $SPARK_HOME/jars if set, else pyspark's bundled jars."""
+    candidates = []
+    if os.environ.get("SPARK_HOME"):
+        candidates.append(Path(os.environ["SPARK_HOME"]) / "jars")
+    import pyspark
+
+    candidates.append(Path(pyspark.__file__).resolve().parent / "jars")
+    for c in candidates:
+        if c.is_dir() and any(c.glob("spark-core*.jar")):
+            return c
+    raise ShimBuildError(f"no Spark jars found in {', '.join(map(str, candidates))}")
+
+
+def default_cache_dir() -> Path:
+    if os.environ.get("PYICE_SQL_CACHE_DIR"):
+        return Path(os.environ["PYICE_SQL_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pyice_sql"
+
+
+def _javac() -> str:
+    exe = "javac.exe" if os.name == "nt" else "javac"
+    if os.environ.get("JAVA_HOME"):
+        cand = Path(os.environ["JAVA_HOME"]) / "bin" / exe
+        if cand.is_file():
+            return str(cand)
+    found = shutil.which("javac")
+    if not found:
+        raise ShimBuildError("javac not found: pyice_sql compiles its JVM shim on first use and needs a JDK "
+                             "(not only a JRE) on PATH or in JAVA_HOME")
+    return found
+
+
+def shim_jar(cache_dir: str | os.PathLike | None = None) -> str:
+    """Path of the shim jar, compiling it first if it is not cached yet.
+
+    The name hashes the sources and the Spark jar names, so a different Spark gets its own build.
+    Builds happen in a temporary directory and are published with an atomic rename.
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    jars = spark_jars_dir()
+    digest = source_digest()
+    key = hashlib.sha1((digest + "\n" + "\n".join(sorted(p.name for p in jars.glob("*.jar")))).encode())
+    jar = cache / f"shim-{key.hexdigest()}.jar"
+    if jar.is_file():
+        return str(jar)
+    with _build_lock:
+        if jar.is_file():
+            return str(jar)
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".build-", dir=cache) as tmp:
+            classes = Path(tmp) / "classes"
+            errors = []
+            for target in _JAVAC_TARGETS:
+                shutil.rmtree(classes, ignore_errors=True)
+                classes.mkdir()
+                cmd = [_javac(), *target, "-nowarn", "-encoding", "UTF-8", "-cp", str(jars / "*"),
+                       "-d", str(classes), *map(str, shim_sources())]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode == 0:
+                    break
+                errors.append(f"$ javac {' '.join(target)} ...\n{proc.stdout}{proc.stderr}")
+            else:
+                raise ShimBuildError("compiling the JVM shim failed:\n" + "\n".join(errors))
+            staged = Path(tmp) / jar.name
+            _write_jar(classes, staged, shim_version())
+            os.replace(staged, jar)
+    return str(jar)
+
+
+def _write_jar(classes: Path, out: Path, build_id: str) -> None:
+    """A plain jar (zip), with fixed timestamps so identical inputs give identical bytes."""
+    def add(z: zipfile.ZipFile, name: str, data: bytes) -> None:
+        info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o644 << 16
+        z.writestr(info, data)
+
+    with zipfile.ZipFile(out, "w") as z:
+        add(z, "META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\r\nCreated-By: pyice_sql\r\n\r\n")
+        for f in sorted(classes.rglob("*.class")):
+            add(z, f.relative_to(classes).as_posix(), f.read_bytes())
+        add(z, _BUILD_ID_ENTRY, build_id.split("+", 1)[1].encode())
+
+
+def spark_jars_conf(existing: str | None = None) -> str:
+    """Value for `spark.jars` that includes the shim jar (appended to `existing`, comma-separated)."""
+    jar = shim_jar()
+    parts = [p for p in (existing or "").split(",") if p.strip()]
+    return ",".join(parts + ([jar] if jar not in parts else []))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Loading it into a Spark JVM
+
+
+class _Core:
+    """Per-SparkContext state: how shim classes are reached."""
+
+    def __init__(self, sc: Any, mode: str, jar: str | None, loader: Any = None) -> None:
+        self.sc = sc
+        self.mode = mode
+        self.jar = jar
+        self.loader = loader
+        self._methods: dict[tuple[str, str, int], Any] = {}
+        self._lock = threading.Lock()
+        self.version = str(self.call("Shim", "version"))
+
+    def call(self, cls: str, name: str, *args: Any) -> Any:
+        from py4j.protocol import Py4JJavaError
+
+        jvm = self.sc._jvm
+        try:
+            if self.mode == "classpath":
+                return getattr(getattr(jvm.pyice.shim, cls), name)(*args)
+            arr = self.sc._gateway.new_array(jvm.java.lang.Object, len(args))
+            for i, a in enumerate(args):
+                arr[i] = a
+            return self._method(cls, name, len(args)).invoke(None, arr)
+        except Py4JJavaError as e:
+            raise _translate(e) from e
+
+    def _method(self, cls: str, name: str, arity: int) -> Any:
+        key = (cls, name, arity)
+        with self._lock:
+            if key not in self._methods:
+                jvm = self.sc._jvm
+                klass = jvm.java.lang.Class.forName(f"{_JAVA_PACKAGE}.{cls}", True, self.loader)
+                for m in klass.getMethods():
+                    if jvm.java.lang.reflect.Modifier.isStatic(m.getModifiers()):
+                        self._methods.setdefault((cls, m.getName(), m.getParameterCount()), m)
+                if key not in self._methods:
+                    raise ShimError(f"no static method {cls}.{name} with {arity} parameters in the shim")
+            return self._methods[key]
+
+
+def _translate(e: Exception) -> Exception:
+    """Java exceptions that have a natural Python equivalent become that; others are returned unchanged."""
+    jt = getattr(e, "java_exception", None)
+    seen = 0
+    while jt is not None and seen < 10:
+        name = jt.getClass().getName()
+        if name == "java.lang.reflect.InvocationTargetException":
+            jt, seen = jt.getCause(), seen + 1
+            continue
+        msg = str(jt.getMessage())
+        if name in ("java.io.FileNotFoundException", "java.nio.file.NoSuchFileException"):
+            return FileNotFoundError(msg)
+        if name in ("org.apache.hadoop.fs.FileAlreadyExistsException", "java.nio.file.FileAlreadyExistsException"):
+            return FileExistsError(msg)
+        break
+    return e
+
+
+def _spark_context(spark: Any) -> Any:
+    sc = getattr(spark, "sparkContext", spark)
+    if getattr(sc, "_jvm", None) is None or getattr(sc, "_jsc", None) is None:
+        raise ShimError("the JVM shim needs a classic, running SparkSession (py4j); Spark Connect is not supported")
+    return sc
+
+
+def _new_core(sc: Any) -> _Core:
+    from py4j.java_gateway import JavaClass
+
+    expected = shim_version()
+    jvm = sc._jvm
+    if isinstance(jvm.pyice.shim.Shim, JavaClass):
+        core = _Core(sc, "classpath", None)
+        if core.version != expected:
+            raise ShimVersionError(
+                f"the Spark classpath holds a pyice shim of version {core.version}, but this pyice_sql needs "
+                f"{expected}: start the session with spark.jars=pyice_sql.spark.jvm.bridge.spark_jars_conf()")
+        return core
+    jar = shim_jar()
+    urls = sc._gateway.new_array(jvm.java.net.URL, 1)
+    urls[0] = jvm.java.io.File(jar).toURI().toURL()
+    parent = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    loader = jvm.java.net.URLClassLoader(urls, parent)
+    core = _Core(sc, "loader", jar, loader)
+    if core.version != expected:
+        raise ShimVersionError(f"loaded shim reports {core.version}, expected {expected} (stale class on the "
+                               "driver classpath?)")
+    sc._jsc.addJar(jar)  # executors fetch it, so task closures using shim classes deserialize there
+    return core
+
+
+def load_shim(spark: Any) -> "ShimHandle":
+    """A ShimHandle for this SparkSession (the class loading is done once per SparkContext)."""
+    sc = _spark_context(spark)
+    with _load_lock:
+        core = getattr(sc, "_pyice_shim_core", None)
+        if core is None or core.sc._jsc is None:
+            core = _new_core(sc)
+            sc._pyice_shim_core = core
+    return ShimHandle(spark, core)
+
+
+class ShimHandle:
+    """Python face of the shim; file paths are Hadoop URIs (or plain local paths)."""
+
+    def __init__(self, spark: Any, core: _Core) -> None:
+        self._spark = spark
+        self._core = core
+
+    @property
+    def mode(self) -> str:
+        """"classpath" (jar on spark.jars) or "loader" (loaded reflectively into a running session)."""
+        return self._core.mode
+
+    @property
+    def version(self) -> str:
+        return self._core.version
+
+    def _conf(self) -> Any:
+        return self._core.sc._jsc.hadoopConfiguration()
+
+    def _call(self, cls: str, name: str, *args: Any) -> Any:
+        return self._core.call(cls, name, *args)
+
+    # -- Parquet footers ------------------------------------------------------------------------------------
+    def footer_stats(self, paths: Iterable[str]) -> list[dict]:
+        """One summary dict per Parquet file (see FooterStats.java).
+
+        A few files are read from the driver (a Spark job costs more than a handful of footer
+        reads); more are read on the executors in one job, so the driver never opens many files.
+        """
+        paths = list(paths)
+        if not paths:
+            return []
+        if len(paths) <= DRIVER_FOOTER_LIMIT:
+            conf = self._conf()
+            return [json.loads(self._call("FooterStats", "footerJson", p, conf)) for p in paths]
+        from py4j.java_collections import ListConverter
+
+        sc = self._core.sc
+        jpaths = ListConverter().convert(paths, sc._gateway._gateway_client)
+        return json.loads(self._call("FooterStats", "footerStats", sc._jsc, jpaths, self._conf()))
+
+    # -- bucket transform -----------------------------------------------------------------------------------
+    def register_bucket_udf(self) -> None:
+        """Registers SQL `pyice_bucket(n, value)` (Iceberg bucket transform) in this session."""
+        self._call("Bucket", "register", self._spark._jsparkSession)
+
+    # -- files ----------------------------------------------------------------------------------------------
+    def write_new(self, path: str, data: bytes) -> bool:
+        """Create `path` with `data`; False if it already exists (never overwrites)."""
+        return bool(self._call("FileOps", "writeNew", path, bytes(data), self._conf()))
+
+    def rename_no_overwrite(self, src: str, dst: str) -> bool:
+        """Rename; False (src untouched) if `dst` exists."""
+        return bool(self._call("FileOps", "renameNoOverwrite", src, dst, self._conf()))
+
+    def read_all(self, path: str) -> bytes:
+        return bytes(self._call("FileOps", "readAll", path, self._conf()))
+
+    def exists(self, path: str) -> bool:
+        return bool(self._call("FileOps", "exists", path, self._conf()))
+
+    def is_dir(self, path: str) -> bool:
+        return bool(self._call("FileOps", "isDir", path, self._conf()))
+
+    def mkdirs(self, path: str) -> bool:
+        return bool(self._call("FileOps", "mkdirs", path, self._conf()))
+
+    def delete(self, path: str, recursive: bool = False) -> bool:
+        return bool(self._call("FileOps", "delete", path, bool(recursive), self._conf()))
+
+    def file_length(self, path: str) -> int:
+        return int(self._call("FileOps", "fileLength", path, self._conf()))
+
+    def list(self, directory: str, recursive: bool = False) -> list[ListedFile]:
+        """Files below `directory` (recursive: files only), or its children incl. directories; [] if missing."""
+        raw = json.loads(self._call("FileOps", "list", directory, bool(recursive), self._conf()))
+        return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
+
+    # -- many files at once (one Spark job each) -------------------------------------------------------------
+    def _java_list(self, items: Iterable[str]):
+        from py4j.java_collections import ListConverter
+
+        return ListConverter().convert(list(items), self._core.sc._gateway._gateway_client)
+
+    def list_many(self, directories: Iterable[str]) -> list[ListedFile]:
+        """Every file below each directory, listed on the executors in one Spark job."""
+        raw = json.loads(self._call("BulkFiles", "list", self._core.sc._jsc, self._java_list(directories),
+                                    self._conf()))
+        return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
+
+    def live_entries(self, manifests: Iterable[str]) -> list[tuple[str, int]]:
+        """(file_path, content) of the live entries of Iceberg manifests, read in one Spark job."""
+        raw = json.loads(self._call("BulkFiles", "liveEntries", self._core.sc._jsc, self._java_list(manifests),
+                                    self._conf()))
+        return [(p, int(c)) for p, c in raw]
+
+    def delete_many(self, paths: Iterable[str]) -> list[tuple[str, str]]:
+        """Delete files on the executors in one Spark job; (path, error) of those not deleted."""
+        raw = json.loads(self._call("BulkFiles", "delete", self._core.sc._jsc, self._java_list(paths),
+                                    self._conf()))
+        return [(p, e) for p, e in raw]

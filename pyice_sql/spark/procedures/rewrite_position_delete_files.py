@@ -1,0 +1,96 @@
+"""CALL system.rewrite_position_delete_files: compact position delete files, dropping dead rows.
+
+Planning is Iceberg's size-based one (see `binpack`) over the live position delete files of each
+partition (the target size is write.delete.target-file-size-bytes, 64 MB), limited to the
+partitions `where` may match. A chosen group's rows are read in one Spark job, rows that point
+at data files no longer live are dropped, and the rest are written as one file-scoped delete
+file per data file (the layout pyice's merge-on-read writes, scoped by every reader). One
+`replace` commit swaps them; a concurrent commit that removed any of the rewritten delete files
+(e.g. a MERGE that folded them into its own) fails this one, which then deletes what it wrote.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyice_sql.core.catalog.base import Table
+from pyice_sql.core.format.manifests import read_entries, read_manifest_list
+from pyice_sql.core.commit.producer import RemovedFile, SnapshotUpdate
+from pyice_sql.core.errors import UnsupportedError
+from pyice_sql.core.expr.evaluators import PartitionEvaluator
+from pyice_sql.core.expr.predicates import Expression
+from pyice_sql.core.model.manifest import EntryStatus, FileContent, ManifestContent
+from pyice_sql.core.model.snapshots import Operation
+from pyice_sql.spark.procedures.arguments import bool_option, options_map, where_predicate
+from pyice_sql.spark.procedures.binpack import OPTIONS as SIZE_OPTIONS, SizeOptions, plan_partition
+from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
+from pyice_sql.core.scan.planner import plan_files
+from pyice_sql.spark.read.reader import read_position_deletes
+from pyice_sql.spark.write.delete_writer import write_position_deletes
+from pyice_sql.spark.write.operations import commit_or_clean
+
+NAME = "rewrite_position_delete_files"
+DELETE_TARGET_DEFAULT = 64 * 1024 * 1024
+OPTIONS = (*SIZE_OPTIONS, "partial-progress.enabled", "partial-progress.max-commits",
+           "max-concurrent-file-group-rewrites", "rewrite-job-order")
+
+
+def live_position_deletes(table: Table, where: Expression | None) -> list[RemovedFile]:
+    """Live position delete files of the current snapshot (in partitions `where` may match)."""
+    md = table.metadata
+    snapshot = md.current_snapshot()
+    if snapshot is None:
+        return []
+    evaluators: dict[int, PartitionEvaluator] = {}
+    out = []
+    for manifest in read_manifest_list(table.io, snapshot.manifest_list):
+        if manifest.content != ManifestContent.DELETES:
+            continue
+        for e in read_entries(table.io, manifest):
+            f = e.data_file
+            if e.status == EntryStatus.DELETED or f.content != FileContent.POSITION_DELETES:
+                continue
+            if where is not None:
+                if f.spec_id not in evaluators:
+                    evaluators[f.spec_id] = PartitionEvaluator(md.spec_by_id(f.spec_id), md.schema(), where)
+                if not evaluators[f.spec_id].eval(f.partition):
+                    continue
+            out.append(RemovedFile(e, manifest.manifest_path))
+    return out
+
+
+def plan_groups(deletes: list[RemovedFile], sizes: SizeOptions) -> list[list[RemovedFile]]:
+    by_partition: dict[tuple, list[RemovedFile]] = {}
+    for d in deletes:
+        by_partition.setdefault((d.entry.data_file.spec_id, d.entry.data_file.partition), []).append(d)
+    return [g for part in by_partition.values()
+            for g in plan_partition(part, lambda d: d.entry.data_file.file_size_in_bytes, sizes)]
+
+
+@procedure(NAME, [Parameter("table", required=True), Parameter("options"), Parameter("where"),
+                  Parameter("dry_run", default=False)],
+           "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count long, "
+           "added_bytes_count long")
+def rewrite_position_delete_files(ctx: ProcedureContext, args: dict[str, Any]) -> list[tuple]:
+    table = ctx.load_table(args["table"])
+    md = table.metadata
+    options = options_map(args["options"], NAME, OPTIONS)
+    if bool_option(options, "partial-progress.enabled", False, NAME):
+        raise UnsupportedError(f"{NAME}: partial-progress.enabled is not supported (the rewrite commits once)",
+                               position=ctx.position)
+    sizes = SizeOptions.parse(options, int(md.property("write.delete.target-file-size-bytes",
+                                                       str(DELETE_TARGET_DEFAULT))), NAME)
+    where = where_predicate(args["where"], md.schema(), NAME)
+    groups = plan_groups(live_position_deletes(table, where), sizes)
+    chosen = [d for g in groups for d in g]
+    nbytes = sum(d.entry.data_file.file_size_in_bytes for d in chosen)
+    if not chosen:
+        return [(0, 0, 0, 0)]
+    live = {t.file.file_path: t.file for t in plan_files(md, table.io, md.current_snapshot()).tasks}
+    if args["dry_run"]:
+        return [(len(chosen), 0, nbytes, 0)]
+    rows = read_position_deletes(ctx.spark, [d.entry.data_file for d in chosen]).dropDuplicates()
+    # the writer keeps only rows whose target is in `live`: deletes of dead files go away here
+    written = write_position_deletes(ctx.spark, rows, live, ctx.runtime.write_context(table))
+    update = SnapshotUpdate(Operation.REPLACE, md.current_snapshot_id, added_delete_files=written, removed=chosen)
+    commit_or_clean(table, update, written)
+    return [(len(chosen), len(written), nbytes, sum(f.file_size_in_bytes for f in written))]

@@ -1,0 +1,106 @@
+"""MergeRows compiled to Spark SQL: one SELECT that joins and tags every row.
+
+The generated query reads the target scan view (with `_file`, `_pos` and a presence marker)
+and, for MERGE, the source view (with its own marker), joined as the plan says. Per row it
+computes `__row_operation` with one CASE chain over the clauses in order — the first clause
+whose kind (matched / not matched / not matched by source) and condition hold wins — and the
+new value of every target column with the same chain (a clause that fires without assigning
+a column keeps its current value), so Spark evaluates each value only in the branch that fires
+(no spurious errors from clauses that do not apply). It is plain SQL over views: user
+expressions resolve against the user's aliases with Spark's own rules.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.plan.nodes import INSERT, MATCHED, NOT_MATCHED, UPDATE, RowLevelPlan
+
+TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
+OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
+MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair that satisfied ON
+KEEP = 0
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sql(e: exp.Expression) -> str:
+    return e.sql(dialect="spark")
+
+
+def _kind_test(plan: RowLevelPlan, kind: str) -> str:
+    if plan.source is None:
+        return "TRUE"
+    t, s = f"{_q(plan.target_alias)}.{TARGET_MARK}", f"{_q(plan.source_alias)}.{SOURCE_MARK}"
+    if kind == MATCHED:
+        return f"({t} IS NOT NULL AND {s} IS NOT NULL)"
+    if kind == NOT_MATCHED:
+        return f"({t} IS NULL)"
+    return f"({s} IS NULL)"
+
+
+def _branches(plan: RowLevelPlan) -> list[str]:
+    out = []
+    for ins in plan.instructions:
+        test = _kind_test(plan, ins.kind)
+        if ins.condition is not None:
+            test = f"{test} AND ({_sql(ins.condition)})"
+        out.append(test)
+    return out
+
+
+def _from(plan: RowLevelPlan, target_view: str, source_view: str | None) -> str:
+    t = _q(plan.target_alias)
+    if plan.source is None:
+        where = f" WHERE {_sql(plan.where)}" if plan.where is not None else ""
+        return f"FROM {_q(target_view)} AS {t}{where}"
+    return (f"FROM {_q(target_view)} AS {t} {plan.join_type.upper()} JOIN {_q(source_view)} AS "
+            f"{_q(plan.source_alias)} ON {_sql(plan.on)}")
+
+
+def value_name(clause: int, column: str) -> str:
+    return f"__v{clause}_{column}"
+
+
+def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | None) -> str | None:
+    """A query whose schema (analysis only, never run) gives the type of every assigned value."""
+    cols = [f"{_sql(v)} AS {_q(value_name(k, name))}"
+            for k, ins in enumerate(plan.instructions) for name, v in ins.values.items()]
+    return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)} LIMIT 0" if cols else None
+
+
+def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
+                  stored: dict[tuple[int, str], str]) -> str:
+    """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
+    columns, new values.
+
+    `stored` is the SQL storing each (clause, column) value (see compile/store_assignment.py).
+    """
+    t = _q(plan.target_alias)
+    tests = _branches(plan)
+    op = "CASE " + " ".join(f"WHEN {test} THEN {ins.operation}" for test, ins in zip(tests, plan.instructions))
+    op += f" ELSE {KEEP} END"
+    cols = [f"{t}.`_file` AS {FILE}", f"{t}.`_pos` AS {POS}", f"{op} AS {OP}"]
+    if plan.source is not None:
+        cols.append(f"{_kind_test(plan, MATCHED)} AS {MATCHED_PAIR}")
+    for i, (target_col, _) in enumerate(plan.source_key_columns):
+        cols.append(f"{t}.{_q(target_col)} AS {KEY_PREFIX}{i}")
+    for f in schema.fields:
+        current = f"{t}.{_q(f.name)}"
+        # Every clause up to the last one assigning this column gets a branch: a clause that
+        # fires without assigning it keeps the current value (first match wins, per column too).
+        assigning = [k for k, ins in enumerate(plan.instructions) if f.name in ins.values]
+        whens = [f"WHEN {test} THEN "
+                 + (stored[(k, f.name)] if f.name in ins.values else current)
+                 for k, (test, ins) in enumerate(zip(tests, plan.instructions)) if assigning and k <= assigning[-1]]
+        # ELSE is reached when no clause up to the last one assigning this column fired. If no later
+        # clause writes rows either (UPDATE/INSERT), the row is kept or deleted and this value is
+        # never used: NULL (not the current value) then lets Spark prune target columns no clause
+        # reads, e.g. for `UPDATE SET *` the join carries only keys and row positions.
+        later_writes = assigning and any(ins.operation in (UPDATE, INSERT)
+                                         for ins in plan.instructions[assigning[-1] + 1:])
+        value = f"CASE {' '.join(whens)} ELSE {current if later_writes else 'NULL'} END" if whens else current
+        cols.append(f"{value} AS {_q(f.name)}")
+    return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)}"

@@ -1,0 +1,433 @@
+"""Run MERGE INTO, UPDATE and DELETE: plan → Spark jobs → delta writer → one atomic commit.
+
+Flow (see plan/nodes.py for the plan itself):
+  1. Materialise the source once (MERGE) and, when the ON clause has key equalities and no
+     NOT MATCHED BY SOURCE clause, narrow the target scan with the source keys' values/range.
+  2. Plan the target scan with the pruning filter; DELETE drops files that the WHERE clause
+     covers entirely (strict projection) in metadata only, without reading them.
+  3. Run MergeRows (one SQL query over views) and persist the tagged rows; check cardinality.
+  4. Write: merge-on-read writes one position-delete file per touched data file plus new data
+     files for updated/inserted rows; copy-on-write rewrites exactly the files holding rows an
+     action changed (their other rows copied) plus the inserted rows.
+  5. Commit one snapshot with Iceberg's conflict validation; on failure delete what we wrote.
+A statement that changes nothing commits nothing. The result is one row of metrics.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+
+from pyspark.sql import DataFrame, functions as F
+from sqlglot import exp
+
+from pyice_sql.core.catalog.base import Table
+from pyice_sql.core.commit.producer import RemovedFile, SnapshotUpdate
+from pyice_sql.core.commit.validation import RowLevelValidator
+from pyice_sql.spark.rowlevel.compile.merge_rows import (
+    FILE, KEY_PREFIX, MATCHED_PAIR, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
+    value_probe_select,
+)
+from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
+from pyice_sql.core.errors import AnalysisError, CardinalityError
+from pyice_sql.core.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
+from pyice_sql.core.expr.from_sql import target_columns, to_predicate
+from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
+from pyice_sql.core.model.conversions import to_internal
+from pyice_sql.core.model.manifest import DataFile, FileContent
+from pyice_sql.core.model.snapshots import MAIN_BRANCH, Operation
+from pyice_sql.core.plan import builder
+from pyice_sql.core.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, PruningFilter, RowLevelPlan
+from pyice_sql.core.plan.rules.expression_placement import check_placement
+from pyice_sql.core.plan.rules.join_type import choose_join
+from pyice_sql.core.plan.rules.prune_target import prune_target
+from pyice_sql.core.plan.rules.write_mode import choose_write_mode
+from pyice_sql.core.scan.delete_index import referenced_path
+from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
+from pyice_sql.spark.read.reader import read_position_deletes, read_tasks
+from pyice_sql.spark.read.table_scan import branch_head
+from pyice_sql.spark.schema import schema_to_spark
+from pyice_sql.core.sql import statements as st
+from pyice_sql.spark.write.data_writer import enforce_not_null, quote, write_data_files
+from pyice_sql.spark.write.delete_writer import write_position_deletes
+from pyice_sql.spark.write.operations import commit_or_clean
+
+MAX_SOURCE_KEY_VALUES = 1000
+_views = itertools.count()
+
+
+@dataclass
+class DmlResult:
+    num_updated_rows: int = 0
+    num_deleted_rows: int = 0
+    num_inserted_rows: int = 0
+    added_data_files: int = 0
+    removed_data_files: int = 0
+    added_delete_files: int = 0
+    snapshot_id: int | None = None
+
+    @property
+    def num_affected_rows(self) -> int:
+        return self.num_updated_rows + self.num_deleted_rows + self.num_inserted_rows
+
+    def as_row(self) -> dict:
+        return {"num_affected_rows": self.num_affected_rows, "num_updated_rows": self.num_updated_rows,
+                "num_deleted_rows": self.num_deleted_rows, "num_inserted_rows": self.num_inserted_rows,
+                "num_added_data_files": self.added_data_files, "num_removed_data_files": self.removed_data_files,
+                "num_added_delete_files": self.added_delete_files, "snapshot_id": self.snapshot_id}
+
+
+RESULT_SCHEMA = ("num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long, "
+                 "num_added_data_files long, num_removed_data_files long, num_added_delete_files long, "
+                 "snapshot_id long")
+
+
+class RowLevelExecutor:
+    """Executes one row-level statement against a session (for loading tables and running queries)."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+        self.spark = session.spark
+        self._temp: list[str] = []
+        self._persisted: list[DataFrame] = []
+
+    # --- entry points -------------------------------------------------------------------------
+    def plan(self, stmt: st.Merge | st.Update | st.Delete) -> tuple[Table, RowLevelPlan, DataFrame | None]:
+        table = self.session.load_ref(stmt.target if isinstance(stmt, st.Merge) else stmt.table)
+        schema = table.metadata.schema()
+        source = None
+        if isinstance(stmt, st.Merge):
+            source = self._source_frame(stmt.source)
+            plan = builder.build_merge(stmt, schema, source.columns)
+        elif isinstance(stmt, st.Update):
+            plan = builder.build_update(stmt, schema)
+        else:
+            plan = builder.build_delete(stmt)
+        plan = choose_join(plan)
+        source_cols = {c.lower() for c in source.columns} if source is not None else set()
+        plan = prune_target(plan, schema, self._target_column(plan, schema, source_cols),
+                            self._source_column(plan, source_cols))
+        plan = choose_write_mode(plan, dict(table.metadata.properties))
+        check_placement(plan, source is None or source._jdf.queryExecution().analyzed().deterministic())
+        return table, plan, source
+
+    def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:
+        try:
+            table, plan, source = self.plan(stmt)
+            if source is not None:
+                source = source.persist()
+                self._persisted.append(source)
+                if plan.prune_by_source_keys:
+                    plan = self._with_source_keys(plan, table, source)
+            return self._execute(table, plan, source)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Release what a run cached and the temp views it registered."""
+        for df in self._persisted:
+            df.unpersist()
+        for name in self._temp:
+            self.spark.catalog.dropTempView(name)
+        self._persisted, self._temp = [], []
+
+    # --- resolution helpers -------------------------------------------------------------------
+    @staticmethod
+    def _target_column(plan: RowLevelPlan, schema, source_cols: set[str]):
+        """Resolves a reference to the target's column or nested field (see `target_columns`)."""
+        others = {plan.source_alias.lower()} if plan.source_alias else set()
+        return target_columns(schema, _qualifiers(plan), others, source_cols)
+
+    @staticmethod
+    def _source_column(plan: RowLevelPlan, source_cols: set[str]):
+        alias = (plan.source_alias or "").lower()
+
+        def is_source(col) -> str | None:
+            if col.table and col.table.lower() == alias and col.name.lower() in source_cols:
+                return col.name
+            return None
+        return is_source
+
+    def _view(self, df: DataFrame) -> str:
+        name = f"__pyice_dml_{next(_views)}"
+        df.createOrReplaceTempView(name)
+        self._temp.append(name)
+        return name
+
+    def _source_frame(self, source: st.TableRef | st.Query) -> DataFrame:
+        if isinstance(source, st.TableRef):
+            return self.session.scan_ref(source)
+        return self.session.query_frame(source)
+
+    def _with_source_keys(self, plan: RowLevelPlan, table: Table, source: DataFrame) -> RowLevelPlan:
+        """Narrow the target scan to the source's key values (few) or key range (many)."""
+        schema = table.metadata.schema()
+        aggs = []
+        for i, (_, s_col) in enumerate(plan.source_key_columns):
+            c = F.col(quote(s_col))
+            aggs += [F.min(c).alias(f"min{i}"), F.max(c).alias(f"max{i}"),
+                     F.approx_count_distinct(c).alias(f"n{i}")]
+        stats = source.agg(*aggs).collect()[0]
+        extra: Expression = AlwaysTrue()
+        for i, (t_col, s_col) in enumerate(plan.source_key_columns):
+            field = schema.find_field(t_col)
+            lo, hi, n = stats[f"min{i}"], stats[f"max{i}"], stats[f"n{i}"]
+            try:
+                if lo is None:  # no non-null key: `=` can match nothing
+                    pred: Expression = in_(field.name, [])
+                elif n <= MAX_SOURCE_KEY_VALUES:
+                    values = [r[0] for r in source.select(quote(s_col)).where(F.col(quote(s_col)).isNotNull())
+                              .distinct().limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
+                    pred = in_(field.name, [to_internal(field.type, v) for v in values])
+                else:
+                    pred = And(gt_eq(field.name, to_internal(field.type, lo)),
+                               lt_eq(field.name, to_internal(field.type, hi)))
+            except (ValueError, TypeError):
+                continue  # key type differs from the target column's: no pruning from it
+            extra = And(extra, pred)
+        if isinstance(extra, AlwaysTrue):
+            return plan
+        return plan.with_(scan_filter=And(plan.scan_filter, extra),
+                          filters=plan.filters + (PruningFilter(extra, "source join-key values/range (runtime)"),))
+
+    # --- execution ----------------------------------------------------------------------------
+    def _execute(self, table: Table, plan: RowLevelPlan, source: DataFrame | None) -> DmlResult:
+        task = self.session.progress.task(f"{plan.command} {table.full_name}")
+        md = table.metadata
+        schema = md.schema()
+        branch = plan.target.branch or MAIN_BRANCH
+        start = branch_head(table, branch)
+        scan = plan_files(md, table.io, start, plan.scan_filter)
+        self.session.last_plan = scan
+        task.phase("planning", f"{len(scan.tasks)} of {scan.metrics.data_files_total} data files to scan, "
+                               f"{len(scan.delete_files)} delete files ({plan.mode})")
+        whole, tasks = self._split_whole_file_deletes(table, plan, scan)
+        target = read_tasks(self.spark, schema, tasks, with_metadata=True).withColumn(TARGET_MARK, F.lit(True))
+        target_view = self._view(target)
+        source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
+        plan = self._read_pyice_tables_from_views(plan)
+        stored = self._store_assignment(plan, schema, target_view, source_view)
+        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored)).persist()
+        self._persisted.append(tagged)
+        stats = _tag_statistics(tagged, pairs=plan.source is not None)
+        counts = stats.counts
+        task.phase("scan", f"{len(stats.touched_files)} files touched, {len(whole)} deleted whole; rows: "
+                           f"{counts.get(UPDATE, 0)} to update, {counts.get(DELETE, 0)} to delete, "
+                           f"{counts.get(INSERT, 0)} to insert")
+        if stats.ambiguous and _checks_cardinality(plan):
+            self._check_cardinality(table, plan, tagged)
+        result = DmlResult(num_updated_rows=counts.get(UPDATE, 0),
+                           num_deleted_rows=counts.get(DELETE, 0) + sum(t.file.record_count for t in whole),
+                           num_inserted_rows=counts.get(INSERT, 0))
+        if result.num_affected_rows == 0 and not whole:
+            return result
+        changed = tagged.where(F.col(OP).isin(DELETE, UPDATE))
+        if stats.repeated:  # a lone unconditional DELETE matched some row twice: delete it once
+            changed = changed.dropDuplicates([FILE, POS])
+        new_rows = enforce_not_null(table, tagged.where(F.col(OP).isin(UPDATE, INSERT)).select(
+            *[quote(f.name) for f in schema.fields]))
+        ctx = self.session.runtime.write_context(table)
+        by_path = {t.file.file_path: t for t in tasks}
+        written: list[DataFile] = []
+        try:
+            if plan.mode == "merge-on-read":
+                data_files = write_data_files(new_rows, ctx, rebalance=True)
+                written += data_files
+                touched = stats.touched_files
+                # Fold the touched files' existing file-scoped deletes into the new delete files,
+                # so a reader opens at most one delete file per data file.
+                folded = [d for p in touched for d in _file_scoped_deletes(by_path[p])]
+                positions = changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
+                if folded:
+                    positions = positions.unionByName(read_position_deletes(self.spark,
+                                                                            [d.data_file for d in folded]))
+                delete_files = write_position_deletes(
+                    self.spark, positions, {p: by_path[p].file for p in touched},
+                    self.session.runtime.write_context(table))
+                written += delete_files
+                removed_tasks: list[FileScanTask] = list(whole)
+                referenced = touched
+            else:
+                rewrite = [by_path[p] for p in stats.touched_files]
+                copies = (read_tasks(self.spark, schema, rewrite, with_metadata=True)
+                          .join(changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
+                                ["_file", "_pos"], "left_anti")
+                          .select(*[quote(f.name) for f in schema.fields]))
+                data_files = write_data_files(new_rows.unionByName(copies), ctx, rebalance=True)
+                written += data_files
+                delete_files = []
+                folded = []
+                removed_tasks = rewrite + list(whole)
+                referenced = []
+        except BaseException:
+            for f in written:
+                table.io.delete(f.file_path)
+            raise
+        task.phase("write", f"{len(data_files)} data files, {len(delete_files)} delete files written")
+        removed = self._removed_files(removed_tasks, scan)
+        if plan.mode == "merge-on-read":
+            removed += [RemovedFile(d, scan.delete_manifests[d.data_file.file_path]) for d in folded]
+        result.added_data_files = len(data_files)
+        result.added_delete_files = len(delete_files)
+        result.removed_data_files = sum(1 for r in removed if r.entry.data_file.content == 0)
+        update = SnapshotUpdate(
+            _operation(data_files, delete_files, removed), start.snapshot_id if start else None,
+            added_data_files=data_files, added_delete_files=delete_files, removed=removed,
+            validate=RowLevelValidator(plan.command, plan.scan_filter, _isolation(md, plan.command),
+                                       [r.entry.data_file.file_path for r in removed], referenced,
+                                       [(by_path[p].file.spec_id, by_path[p].file.partition) for p in referenced]),
+            branch=branch)
+        committed = commit_or_clean(table, update, written)
+        result.snapshot_id = committed.metadata.refs[branch].snapshot_id
+        task.phase("commit", f"snapshot {result.snapshot_id}")
+        return result
+
+    def _store_assignment(self, plan: RowLevelPlan, schema, target_view: str, source_view: str | None):
+        probe = value_probe_select(plan, target_view, source_view)
+        if probe is None:
+            return {}
+        types = {f.name: f.dataType for f in self.spark.sql(probe).schema.fields}  # analysis only
+        return check_values(plan, types, schema_to_spark(schema, with_ids=False), value_name)
+
+    def _read_pyice_tables_from_views(self, plan: RowLevelPlan) -> RowLevelPlan:
+        """Subqueries anywhere in the statement (WHERE, ON, clause conditions, SET and INSERT
+        values) may read pyice tables, the target included: Spark cannot resolve those names,
+        so each table is scanned once into a temp view and every reference points at it."""
+        exprs = [e for e in (plan.where, plan.on) if e is not None]
+        exprs += [e for i in plan.instructions for e in (i.condition, *i.values.values()) if e is not None]
+        refs = dict.fromkeys(ref for e in exprs for ref in st.tables_read(e))
+        if not refs:
+            return plan
+        views = {ref: self._view(self.session.scan_ref(ref)) for ref in refs}
+
+        def swap(e: exp.Expression | None) -> exp.Expression | None:
+            return st.replace_tables(e, lambda r: views[r]) if e is not None and st.tables_read(e) else e
+        instructions = tuple(replace(i, condition=swap(i.condition), values={k: swap(v) for k, v in i.values.items()})
+                             for i in plan.instructions)
+        return plan.with_(where=swap(plan.where), on=swap(plan.on), instructions=instructions)
+
+    @staticmethod
+    def _removed_files(tasks: list[FileScanTask], scan: ScanPlan) -> list[RemovedFile]:
+        """The data files to remove, plus delete files scoped to exactly those files."""
+        removed = {t.file.file_path: RemovedFile(t.entry, t.manifest_path) for t in tasks}
+        for t in tasks:
+            for d in _file_scoped_deletes(t):
+                removed.setdefault(d.data_file.file_path,
+                                   RemovedFile(d, scan.delete_manifests[d.data_file.file_path]))
+        return list(removed.values())
+
+    def _split_whole_file_deletes(self, table: Table, plan: RowLevelPlan, scan: ScanPlan
+                                  ) -> tuple[list[FileScanTask], list[FileScanTask]]:
+        """DELETE: files whose every row matches WHERE are dropped in metadata, never read.
+
+        Only files without delete files qualify, so the deleted-row count stays exact.
+        """
+        if plan.command != "DELETE" or (plan.where is not None and st.tables_read(plan.where)):
+            return [], list(scan.tasks)
+        md = table.metadata
+        schema = md.schema()
+        if plan.where is None:
+            strict: Expression = AlwaysTrue()
+        else:
+            strict = to_predicate(plan.where, target_columns(schema, _qualifiers(plan)), schema, "strict")
+        metrics = StrictMetricsEvaluator(schema, strict)
+        evals: dict[int, PartitionEvaluator] = {}
+        whole, rest = [], []
+        for t in scan.tasks:
+            f = t.file
+            if f.spec_id not in evals:
+                evals[f.spec_id] = PartitionEvaluator(md.spec_by_id(f.spec_id), schema, strict, strict=True)
+            covered = not t.deletes and (evals[f.spec_id].eval(f.partition) or metrics.eval(f))
+            (whole if covered else rest).append(t)
+        return whole, rest
+
+    def _check_cardinality(self, table: Table, plan: RowLevelPlan, tagged: DataFrame) -> None:
+        """A target row matched by several source rows is an error when there are WHEN MATCHED
+        clauses, whatever their conditions (as Spark/Iceberg: see `_checks_cardinality`)."""
+        pairs = tagged.where(F.col(MATCHED_PAIR))
+        keys = [f"{KEY_PREFIX}{i}" for i in range(len(plan.source_key_columns))]
+        dup = (pairs.groupBy(FILE, POS).agg(F.count(F.lit(1)).alias("n"), *[F.first(k).alias(k) for k in keys])
+               .where("n > 1"))
+        bad = dup.limit(5).collect()
+        if not bad:
+            return
+        total = dup.count()
+        names = [t for t, _ in plan.source_key_columns]
+        examples = "; ".join(
+            (", ".join(f"{n}={row[k]!r}" for n, k in zip(names, keys)) or f"row {row[POS]} of {row[FILE]}")
+            + f" matched {row['n']} source rows" for row in bad)
+        raise CardinalityError(
+            f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row, so the "
+            f"WHEN MATCHED clauses would be ambiguous. Examples: {examples}. "
+            "Deduplicate the source on the join keys (e.g. keep the latest row per key).")
+
+
+def _qualifiers(plan: RowLevelPlan) -> list[tuple[str, ...]]:
+    """What may qualify the target's columns: its alias and its name (the builder has already
+    re-qualified `catalog.db.t.c` with the alias)."""
+    return [(plan.target_alias.lower(),), (plan.target.name.lower(),)]
+
+
+def _file_scoped_deletes(task: FileScanTask):
+    """Position delete files that apply to this data file only (safe to drop or fold with it)."""
+    return [d for d in task.deletes if d.data_file.content == FileContent.POSITION_DELETES
+            and referenced_path(d.data_file) == task.file.file_path]
+
+
+@dataclass(frozen=True)
+class TagStatistics:
+    counts: dict[int, int]
+    touched_files: list[str]
+    ambiguous: bool  # MERGE: some target row is in more than one matched (target, source) pair
+    repeated: bool  # some target row got more than one UPDATE/DELETE row
+
+
+def _checks_cardinality(plan: RowLevelPlan) -> bool:
+    """Spark/Iceberg check cardinality whenever there are WHEN MATCHED clauses, except for one
+    unconditional DELETE (deleting a row matched twice is still unambiguous)."""
+    if plan.source is None:
+        return False
+    matched = [i for i in plan.instructions if i.kind == MATCHED]
+    return bool(matched) and not (len(matched) == 1 and matched[0].operation == DELETE
+                                  and matched[0].condition is None)
+
+
+def _tag_statistics(tagged: DataFrame, pairs: bool) -> TagStatistics:
+    """One job over the tagged rows (which it also materialises): rows per operation (deleted
+    rows counted once each), the data files holding changed rows, and whether a target row is
+    matched twice (cardinality) or changed twice."""
+    acting = F.col(OP).isin(DELETE, UPDATE)
+    matched = F.col(MATCHED_PAIR) if pairs else F.lit(False)
+    per_file = (tagged.groupBy(F.when(acting | matched, F.col(FILE)).alias("f"))
+                .agg(*[F.sum(F.when(F.col(OP) == op, 1).otherwise(0)).alias(f"n{op}") for op in (DELETE, UPDATE,
+                                                                                                  INSERT)],
+                     F.countDistinct(F.when(acting, F.col(POS))).alias("rows"),
+                     F.countDistinct(F.when(F.col(OP) == DELETE, F.col(POS))).alias("deleted"),
+                     F.sum(F.when(matched, 1).otherwise(0)).alias("pairs"),
+                     F.countDistinct(F.when(matched, F.col(POS))).alias("matched")).collect())
+    counts = {op: sum(r[f"n{op}"] for r in per_file) for op in (UPDATE, INSERT)}
+    counts[DELETE] = sum(r["deleted"] if r["f"] is not None else r[f"n{DELETE}"] for r in per_file)
+    touched = [r["f"] for r in per_file if r["f"] is not None and r[f"n{DELETE}"] + r[f"n{UPDATE}"] > 0]
+    ambiguous = any(r["f"] is not None and r["matched"] < r["pairs"] for r in per_file)
+    repeated = any(r["f"] is not None and r["rows"] < r[f"n{DELETE}"] + r[f"n{UPDATE}"] for r in per_file)
+    return TagStatistics(counts, touched, ambiguous, repeated)
+
+
+def _operation(data_files: list, delete_files: list, removed: list) -> str:
+    if removed and not data_files and not delete_files:
+        return Operation.DELETE
+    if data_files and not removed and not delete_files:
+        return Operation.APPEND
+    if delete_files and not data_files:
+        return Operation.DELETE
+    return Operation.OVERWRITE
+
+
+def _isolation(md, command: str) -> str:
+    level = md.property(f"write.{command.lower()}.isolation-level", "serializable").lower()
+    if level not in ("serializable", "snapshot"):
+        raise AnalysisError(f"write.{command.lower()}.isolation-level={level!r}: use serializable or snapshot")
+    return level
+
+
+def result_frame(spark, result: DmlResult) -> DataFrame:
+    return spark.createDataFrame([result.as_row()], RESULT_SCHEMA)

@@ -1,0 +1,97 @@
+"""Runtime: the Spark session, the jvm shim and the Spark settings pyice_sql relies on.
+
+One place prepares a SparkSession for Iceberg work (read Parquet columns by field id, write
+timestamps as INT64 micros, register the bucket function), whether pyice_sql created the
+session or the user handed theirs in.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from pyice_sql.core.catalog.base import Table
+from pyice_sql.core.format.fileio import FileIO, file_io_for
+from pyice_sql.spark.jvm.bridge import ShimHandle, load_shim, spark_jars_conf
+from pyice_sql.spark.write.data_writer import DEFAULT_BYTES_PER_ROW, WriteContext
+
+SPARK_SETTINGS = {
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.writeLegacyFormat": "false",
+}
+
+
+def local_session(app_name: str = "pyice_sql", quiet: bool = False) -> SparkSession:
+    """A SparkSession with the shim jar on its class path (used when none is given).
+
+    Under spark-submit the JVM is already running with the job's conf: what it sets (master,
+    spark.jars, UI, ...) is kept and only missing settings get pyice's defaults. Spark's console
+    progress bar is on unless `quiet`.
+    """
+    given = _submitted_conf()
+    builder = SparkSession.builder.appName(app_name)
+    defaults = {
+        "spark.master": os.environ.get("PYICE_SPARK_MASTER", "local[2]"),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false" if quiet else "true",
+        "spark.sql.shuffle.partitions": os.environ.get("PYICE_SHUFFLE_PARTITIONS", "8"),
+        "spark.sql.session.timeZone": "UTC",
+    }
+    for k, v in defaults.items():
+        if k not in given:
+            builder = builder.config(k, v)
+    builder = builder.config("spark.jars", spark_jars_conf(given.get("spark.jars")))
+    for k, v in SPARK_SETTINGS.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("PYICE_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+def _submitted_conf() -> dict[str, str]:
+    """The conf of a JVM that spark-submit already started (empty in a plain Python process,
+    where reading it would start a JVM without the settings the builder adds)."""
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    return dict(SparkConf().getAll())
+
+
+@dataclass
+class Runtime:
+    spark: SparkSession
+    shim: ShimHandle
+
+    @classmethod
+    def attach(cls, spark: SparkSession) -> "Runtime":
+        for k, v in SPARK_SETTINGS.items():
+            spark.conf.set(k, v)
+        shim = load_shim(spark)
+        shim.register_bucket_udf()
+        return cls(spark, shim)
+
+    def io_for(self, location: str) -> FileIO:
+        return file_io_for(location, self.shim)
+
+    def write_context(self, table: Table, spec_id: int | None = None) -> WriteContext:
+        md = table.metadata
+        spec = md.spec() if spec_id is None else md.spec_by_id(spec_id)
+        return WriteContext(schema=md.schema(), spec=spec, location=md.location, properties=dict(md.properties),
+                            io=table.io, footer_stats=self.shim.footer_stats,
+                            bytes_per_row=_bytes_per_row(table), specs=tuple(md.specs),
+                            sort_order=md.sort_order())
+
+
+def _bytes_per_row(table: Table) -> float:
+    """Average stored bytes per row so far, to turn the target file size into rows per file."""
+    snap = table.metadata.current_snapshot()
+    if snap is not None:
+        size = int(snap.summary.get("total-files-size", "0"))
+        rows = int(snap.summary.get("total-records", "0"))
+        if size > 0 and rows > 0:
+            return size / rows
+    return DEFAULT_BYTES_PER_ROW

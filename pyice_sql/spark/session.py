@@ -1,0 +1,553 @@
+"""IceSession: the `session.sql()` replacement.
+
+`ice.sql(text)` splits a script into statements, parses each with the pyice dialect and
+routes it: statements on tables of a pyice catalog run here (DDL, INSERT, SELECT, MERGE,
+UPDATE, DELETE, CALL, EXPLAIN); everything else goes to `spark.sql` unchanged. A SELECT that
+reads pyice tables is run by Spark after each pyice table is replaced by a temp view over a
+planned scan (pruned with the query's WHERE on that table), so every Spark SQL feature works
+on top of Iceberg reads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import itertools
+import os
+from typing import Any, Mapping
+
+from pyspark.sql import DataFrame, SparkSession, functions as F
+
+from pyice_sql.spark import config
+
+from pyice_sql.spark import ddl
+
+from pyice_sql.spark import procedures
+from pyice_sql.core.commit import refs as refs_ddl
+from pyice_sql.spark.rowlevel.live_relations import LiveRelations
+from pyice_sql.core.catalog.base import Catalog, Table, TableIdentifier
+from pyice_sql.core.catalog.hadoop import HadoopCatalog
+from pyice_sql.core.catalog.rest import RestCatalog
+from pyice_sql.core.catalog.sql import SqlCatalog
+from pyice_sql.core.commit.producer import publish_metadata
+from pyice_sql.spark.rowlevel.dml import RowLevelExecutor, result_frame
+from pyice_sql.core.plan.defaults import values_with_defaults
+from pyice_sql.core.plan.explain import explain_text
+from pyice_sql.core.scan.planner import plan_files
+from pyice_sql.core.errors import (
+    AnalysisError, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, NotNullViolationError,
+    PyIceError, SqlPosition, TableAlreadyExistsError, UnsupportedError,
+)
+from pyice_sql.core.expr.from_sql import target_columns, to_predicate
+from pyice_sql.core.format.fileio import is_local, local_path
+from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, eq
+from pyice_sql.core.model.conversions import to_internal
+from pyice_sql.core.model.snapshots import MAIN_BRANCH
+from pyice_sql.spark.progress import Progress
+from pyice_sql.spark.runtime import Runtime, local_session
+from pyice_sql.spark.read.metadata_tables import metadata_table
+from pyice_sql.spark.read.table_scan import TimeTravel, branch_head, scan
+from pyice_sql.spark.rowlevel.compile.store_assignment import assign_frame
+from pyice_sql.spark.errors import translate as translate_spark_error
+from pyice_sql.spark.schema import schema_to_spark, to_spark_type
+from pyice_sql.core.sql import statements as st, write_order
+from pyice_sql.core.sql.script import bind_parameters, split_script, substitute_variables
+from pyice_sql.spark.write.data_writer import enforce_not_null, quote
+from pyice_sql.spark.write.operations import append, overwrite, replace_table
+
+_view_ids = itertools.count()
+
+
+class IceSession:
+    """Runs SQL on pyice catalogs; see `connect`."""
+
+    def __init__(self, spark: SparkSession, runtime: Runtime, catalogs: dict[str, Catalog],
+                 default_catalog: str, progress: Progress | None = None) -> None:
+        self.spark = spark
+        self.progress = progress or Progress()
+        self.runtime = runtime
+        self.catalogs = catalogs
+        self.current_catalog = default_catalog
+        self.current_namespace: tuple[str, ...] = ()
+        self.last_plan = None  # the ScanPlan of the most recent single-table read (EXPLAIN, tests)
+        self.relations = LiveRelations(self)
+
+    # --- public API -----------------------------------------------------------------------
+    def sql(self, text: str, variables: Mapping[str, str] | None = None,
+            args: Mapping[str, Any] | list | tuple | None = None, **sources: DataFrame) -> DataFrame:
+        """Run a statement or a `;`-separated script; returns the last statement's result.
+
+        `variables` replace `${name}` with SQL text; `args` binds `:name` markers (a dict) or `?`
+        markers (a list, one statement only) as literals, as spark.sql's `args` does. Keyword
+        arguments bind DataFrames as temp views by name (e.g. a MERGE source).
+        """
+        for name, df in sources.items():
+            df.createOrReplaceTempView(name)
+        statements = split_script(text)
+        if isinstance(args, (list, tuple)) and len(statements) > 1:
+            raise UnsupportedError("positional parameters (?) bind a single statement; use named "
+                                   "parameters (:name) in a script", position=statements[1].position)
+        result: DataFrame | None = None
+        for stmt in statements:
+            sql = substitute_variables(stmt.sql, variables or {}, stmt.position) if variables else stmt.sql
+            if args:
+                sql = bind_parameters(sql, args, stmt.position)
+            result = self.execute(sql, stmt.position)
+        if result is None:
+            return self.spark.createDataFrame([], "result string")
+        return result
+
+    def table(self, name: str) -> DataFrame:
+        """The current rows of a pyice table as a DataFrame."""
+        table = self.load(*self._resolve_name(name))
+        df, self.last_plan = scan(self.spark, table)
+        return df
+
+    def append(self, name: str, df: DataFrame) -> None:
+        """Append a DataFrame (columns matched by name) to a pyice table."""
+        table = self.load(*self._resolve_name(name))
+        cols = {c.lower(): c for c in df.columns}
+        missing = [f.name for f in table.metadata.schema().fields if f.name.lower() not in cols]
+        extra = [c for c in df.columns if table.metadata.schema().find_field(c) is None]
+        if extra:
+            raise AnalysisError(f"columns {extra} are not in table {table.full_name}")
+        df = df.select(*[F.col(quote(cols[f.name.lower()])).alias(f.name) if f.name.lower() in cols
+                         else F.lit(None).alias(f.name) for f in table.metadata.schema().fields])
+        self._check_required(table, df, missing)
+        append(self.runtime, table, df)
+        self.relations.refresh()
+
+    # --- routing --------------------------------------------------------------------------
+    def execute(self, sql: str, position=None) -> DataFrame:
+        stmt = (write_order.parse(sql, self.catalogs.__contains__, self.current_catalog, position)
+                or st.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
+                                      is_temp_view=self._is_temp_view, start=position))
+        try:
+            out = self._run(stmt)
+            if not isinstance(stmt, (st.Query, st.PassThrough)):  # it may have changed tables
+                self.relations.refresh()
+            return out
+        except PyIceError as e:
+            if e.sql is None:
+                e.sql = sql
+            raise
+        except Exception as e:
+            named = translate_spark_error(e, sql, position)
+            if named is None:
+                raise
+            named.sql = sql
+            named.message = self.relations.user_message(named.message)
+            raise named from e
+
+    def _run(self, stmt: st.Statement) -> DataFrame:
+        handler = getattr(self, "_do_" + type(stmt).__name__, None)
+        if handler is None:
+            raise UnsupportedError(f"{type(stmt).__name__} is not supported yet")
+        out = handler(stmt)
+        return out if out is not None else self._ok()
+
+    def _ok(self) -> DataFrame:
+        return self.spark.createDataFrame([], "result string")
+
+    def _is_temp_view(self, name: str) -> bool:
+        """One catalog lookup (listing every table is slow: it resolves each one)."""
+        try:
+            return bool(self.spark.catalog.getTable(name).isTemporary)
+        except Exception:  # AnalysisException: no such view or table
+            return False
+
+    # --- names and loading ------------------------------------------------------------------
+    def _resolve_name(self, name: str) -> tuple[str, TableIdentifier]:
+        parts = name.split(".")
+        if parts[0] in self.catalogs and len(parts) >= 3:
+            return parts[0], TableIdentifier(tuple(parts[1:-1]), parts[-1])
+        if len(parts) == 1:
+            return self.current_catalog, TableIdentifier(self.current_namespace, parts[0])
+        return self.current_catalog, TableIdentifier(tuple(parts[:-1]), parts[-1])
+
+    def _ref_ident(self, ref: st.TableRef) -> tuple[str, TableIdentifier]:
+        catalog = ref.catalog or self.current_catalog
+        if catalog not in self.catalogs:
+            raise AnalysisError(f"unknown catalog {catalog!r}", position=ref.position)
+        namespace = ref.namespace or self.current_namespace
+        if not namespace:
+            raise AnalysisError(f"table {ref.name!r} needs a namespace (db.table)", position=ref.position)
+        return catalog, TableIdentifier(namespace, ref.name)
+
+    def load(self, catalog: str, ident: TableIdentifier) -> Table:
+        return self.catalogs[catalog].load_table(ident)
+
+    def load_ref(self, ref: st.TableRef) -> Table:
+        try:
+            return self.load(*self._ref_ident(ref))
+        except NoSuchTableError as e:
+            e.position = e.position or ref.position
+            raise
+
+    # --- queries ------------------------------------------------------------------------------
+    def _do_PassThrough(self, stmt: st.PassThrough) -> DataFrame:
+        return self.spark.sql(stmt.sql)
+
+    def query_frame(self, query: st.Query) -> DataFrame:
+        """Run a query that reads pyice tables: each becomes a temp view over a pruned scan."""
+        views: dict[st.TableRef, str | None] = {}
+        own: list[str] = []
+        counts: dict[st.TableRef, int] = {}
+        for table in query.expression.find_all(st.exp.Table):
+            ref = st.table_ref_of(table)
+            if ref is not None:
+                counts[ref] = counts.get(ref, 0) + 1
+        try:
+            for ref in query.tables:
+                views[ref] = self.relations.cached_name(ref)  # a cached table is read from its cache
+                if views[ref] is None:
+                    views[ref] = name = f"__pyice_{next(_view_ids)}"
+                    self.scan_ref(ref, self._pushdown(query.expression, ref) if counts.get(ref) == 1 else None
+                                  ).createOrReplaceTempView(name)
+                    own.append(name)
+            sql = st.replace_tables(query.expression, lambda r: views[r]).sql(dialect="spark")
+            return self.spark.sql(sql)
+        finally:
+            for name in own:
+                self.spark.catalog.dropTempView(name)
+
+    def scan_ref(self, ref: st.TableRef, row_filter: Expression | None = None) -> DataFrame:
+        table = self.load_ref(ref)
+        if ref.metadata_table:
+            return metadata_table(self.spark, table, ref.metadata_table, ref.snapshot_id)
+        travel = TimeTravel(ref.snapshot_id, ref.ref, ref.as_of_timestamp, ref.ref_kind)
+        try:
+            df, self.last_plan = scan(self.spark, table, row_filter, travel)
+        except AnalysisError as e:  # no such snapshot/ref: point at the table reference
+            e.position = e.position or ref.position
+            raise
+        return df
+
+    def _pushdown(self, expression: st.exp.Expression, ref: st.TableRef) -> Expression | None:
+        """The WHERE conjuncts on `ref` in its own SELECT, when that SELECT has no joins."""
+        for table in expression.find_all(st.exp.Table):
+            if st.table_ref_of(table) != ref:
+                continue
+            select = table.find_ancestor(st.exp.Select)
+            if select is None or select.args.get("joins") or select.args.get("where") is None:
+                return None
+            if table.find_ancestor(st.exp.From) is None or table.find_ancestor(st.exp.From).parent is not select:
+                return None
+            schema = self.load_ref(ref).metadata.schema()
+            full = [p.lower() for p in (ref.catalog, *ref.namespace, ref.name) if p]
+            qualifiers = [(ref.alias.lower(),)] if ref.alias else [tuple(full[i:]) for i in range(len(full))]
+            return to_predicate(select.args["where"].this, target_columns(schema, qualifiers), schema, "inclusive")
+        return None
+
+    def _do_Query(self, stmt: st.Query) -> DataFrame:
+        if self.relations.handles(stmt):  # temp views and caches live on after the statement
+            return self.relations.run(stmt)
+        return self.query_frame(stmt)
+
+    # --- namespaces and DDL ---------------------------------------------------------------
+    def _do_CreateNamespace(self, stmt: st.CreateNamespace) -> None:
+        try:
+            self.catalogs[stmt.catalog].create_namespace(stmt.namespace)
+        except NamespaceAlreadyExistsError:
+            if not stmt.if_not_exists:
+                raise
+
+    def _do_DropNamespace(self, stmt: st.DropNamespace) -> None:
+        catalog = self.catalogs[stmt.catalog]
+        try:
+            if stmt.cascade:
+                for ident in catalog.list_tables(stmt.namespace):
+                    catalog.drop_table(ident, purge=True)
+            catalog.drop_namespace(stmt.namespace)
+        except NoSuchNamespaceError:
+            if not stmt.if_exists:
+                raise
+
+    def _do_ShowNamespaces(self, stmt: st.ShowNamespaces) -> DataFrame:
+        rows = [(".".join(ns),) for ns in self.catalogs[stmt.catalog].list_namespaces()
+                if not stmt.pattern or _like(".".join(ns), stmt.pattern)]
+        return self.spark.createDataFrame(rows, "namespace string")
+
+    def _do_ShowTables(self, stmt: st.ShowTables) -> DataFrame:
+        namespace = stmt.namespace or self.current_namespace
+        rows = [(".".join(i.namespace), i.name, False) for i in self.catalogs[stmt.catalog].list_tables(namespace)
+                if not stmt.pattern or _like(i.name, stmt.pattern)]
+        return self.spark.createDataFrame(rows, "namespace string, tableName string, isTemporary boolean")
+
+    def _do_UseNamespace(self, stmt: st.UseNamespace) -> None:
+        if stmt.catalog is not None:
+            self.current_catalog = stmt.catalog
+        self.current_namespace = stmt.namespace
+
+    def _do_Describe(self, stmt: st.Describe) -> DataFrame:
+        table = self.load_ref(stmt.table)
+        md = table.metadata
+        rows = [(f.name, to_spark_type(f.type, with_ids=False).simpleString(), f.doc) for f in md.schema().fields]
+        if md.spec().fields:
+            rows += [("", "", ""), ("# Partitioning", "", "")]
+            rows += [(f"Part {i}", f"{f.transform}({md.schema().find_field(f.source_id).name})"
+                      if md.schema().find_field(f.source_id) else str(f.transform), "")
+                     for i, f in enumerate(md.spec().fields)]
+        if stmt.extended:
+            snap = md.current_snapshot()
+            rows += [("", "", ""), ("# Metadata", "", ""), ("Name", table.full_name, ""),
+                     ("Location", md.location, ""), ("Format", f"iceberg/parquet (v{md.format_version})", ""),
+                     ("Current snapshot", str(snap.snapshot_id) if snap else "", ""),
+                     ("Identifier fields", "[" + ", ".join(".".join(md.schema().field_path(i) or (str(i),))
+                                                           for i in md.schema().identifier_field_ids) + "]", ""),
+                     ("Properties", ", ".join(f"{k}={v}" for k, v in sorted(md.properties.items())), "")]
+        return self.spark.createDataFrame(rows, "col_name string, data_type string, comment string")
+
+    def _do_CreateTable(self, stmt: st.CreateTable) -> DataFrame | None:
+        catalog_name, ident = self._ref_ident(stmt.table)
+        catalog = self.catalogs[catalog_name]
+        if catalog.table_exists(ident):
+            if stmt.if_not_exists:
+                return None
+            if not stmt.replace:
+                raise TableAlreadyExistsError(f"table {catalog_name}.{ident} already exists",
+                                              position=stmt.table.position)
+            return self._replace_table(catalog.load_table(ident), stmt)
+        source = self.query_frame(stmt.as_select) if stmt.as_select is not None else None
+        struct = self._new_table_struct(stmt, source)
+        location = stmt.location or catalog.default_location(ident)
+        md = ddl.create_metadata(struct, stmt.partitioning, location, stmt.properties)
+        table = catalog.create_table(ident, md)
+        if source is not None:
+            append(self.runtime, table, self._align(table, source, None))
+        return None
+
+    @staticmethod
+    def _new_table_struct(stmt: st.CreateTable, source: DataFrame | None):
+        if stmt.columns:
+            return ddl.columns_to_struct(stmt.columns)
+        if source is not None:
+            return source.schema
+        raise AnalysisError("CREATE TABLE needs columns or AS SELECT", position=stmt.table.position)
+
+    def _replace_table(self, table: Table, stmt: st.CreateTable) -> None:
+        """CREATE OR REPLACE TABLE: new schema, spec and rows in one commit; history is kept."""
+        if stmt.location and stmt.location.rstrip("/") != table.metadata.location:
+            raise UnsupportedError(f"CREATE OR REPLACE TABLE cannot move {table.full_name} to another location",
+                                   position=stmt.table.position)
+        source = self.query_frame(stmt.as_select) if stmt.as_select is not None else None
+        struct = self._new_table_struct(stmt, source)
+
+        def change(metadata):
+            return ddl.replace_metadata(metadata, struct, stmt.partitioning, stmt.properties)
+
+        rows = None
+        if source is not None:
+            rows = self._align(dataclasses.replace(table, metadata=change(table.metadata)), source, None)
+        replace_table(self.runtime, table, change, rows)
+
+    def _do_DropTable(self, stmt: st.DropTable) -> None:
+        catalog_name, ident = self._ref_ident(stmt.table)
+        try:
+            self.catalogs[catalog_name].drop_table(ident, purge=stmt.purge)
+        except NoSuchTableError:
+            if not stmt.if_exists:
+                raise
+
+    def _alter(self, ref: st.TableRef, change) -> None:
+        table = self.load_ref(ref)
+        publish_metadata(table, change(table.metadata))
+
+    def _do_AlterTableAddColumns(self, stmt: st.AlterTableAddColumns) -> None:
+        self._alter(stmt.table, lambda md: ddl.add_columns(md, stmt.columns))
+
+    def _do_AlterTableDropColumns(self, stmt: st.AlterTableDropColumns) -> None:
+        self._alter(stmt.table, lambda md: ddl.drop_columns(md, stmt.columns, stmt.if_exists))
+
+    def _do_AlterTableRenameColumn(self, stmt: st.AlterTableRenameColumn) -> None:
+        self._alter(stmt.table, lambda md: ddl.rename_column(md, stmt.column, stmt.new_name))
+
+    def _do_AlterTableAlterColumn(self, stmt: st.AlterTableAlterColumn) -> None:
+        self._alter(stmt.table, lambda md: ddl.alter_column(md, stmt.column, stmt.new_type, stmt.comment,
+                                                            stmt.not_null))
+
+    def _do_AlterTableSetProperties(self, stmt: st.AlterTableSetProperties) -> None:
+        self._alter(stmt.table, lambda md: md.set_properties(stmt.properties))
+
+    def _do_SetWriteOrder(self, stmt: write_order.SetWriteOrder) -> None:
+        self._alter(stmt.table, lambda md: ddl.set_write_order(md, stmt.order, stmt.distribution_mode))
+
+    def _do_AlterTableUnsetProperties(self, stmt: st.AlterTableUnsetProperties) -> None:
+        def change(md):
+            missing = [k for k in stmt.keys if k not in md.properties]
+            if missing and not stmt.if_exists:
+                raise AnalysisError(f"table properties {missing} are not set", position=stmt.table.position)
+            return md.remove_properties(stmt.keys)
+        self._alter(stmt.table, change)
+
+    def _do_AlterTableAddPartitionField(self, stmt: st.AlterTableAddPartitionField) -> None:
+        self._alter(stmt.table, lambda md: ddl.add_partition_field(md, stmt.field, stmt.name))
+
+    def _do_AlterTableDropPartitionField(self, stmt: st.AlterTableDropPartitionField) -> None:
+        self._alter(stmt.table, lambda md: ddl.drop_partition_field(md, stmt.field))
+
+    def _do_AlterTableReplacePartitionField(self, stmt: st.AlterTableReplacePartitionField) -> None:
+        self._alter(stmt.table, lambda md: ddl.replace_partition_field(md, stmt.old, stmt.new, stmt.name))
+
+    def _do_AlterTableCreateOrReplaceRef(self, stmt: st.AlterTableCreateOrReplaceRef) -> None:
+        refs_ddl.create_or_replace_ref(self.load_ref(stmt.table), stmt)
+
+    def _do_AlterTableIdentifierFields(self, stmt: st.AlterTableIdentifierFields) -> None:
+        self._alter(stmt.table, lambda md: ddl.set_identifier_fields(md, stmt.fields, stmt.drop))
+
+    def _do_AlterTableDropRef(self, stmt: st.AlterTableDropRef) -> None:
+        refs_ddl.drop_ref(self.load_ref(stmt.table), stmt)
+
+    # --- row-level DML ------------------------------------------------------------------------
+    def _row_level(self, stmt) -> DataFrame:
+        return result_frame(self.spark, RowLevelExecutor(self).run(stmt))
+
+    _do_Merge = _do_Update = _do_Delete = _row_level
+
+    def _do_Call(self, stmt: st.Call) -> DataFrame:
+        proc = procedures.lookup(stmt.namespace, stmt.procedure, stmt.position)
+        args = proc.bind(stmt.args, stmt.named, stmt.position)
+        task = self.progress.task(f"CALL {stmt.catalog}.system.{proc.name}")
+        task.phase("started")
+        try:
+            rows = list(proc.run(procedures.ProcedureContext(self, stmt.catalog, stmt.position), args))
+        except PyIceError as e:
+            e.position = e.position or stmt.position  # a procedure's error points at its CALL
+            raise
+        task.phase("done", f"{len(rows)} result row{'s' if len(rows) != 1 else ''}")
+        return self.spark.createDataFrame(list(rows), proc.output)
+
+    def _do_Explain(self, stmt: st.Explain) -> DataFrame:
+        inner = stmt.statement
+        if isinstance(inner, (st.Merge, st.Update, st.Delete)):
+            executor = RowLevelExecutor(self)
+            try:
+                table, plan, _ = executor.plan(inner)
+            finally:
+                executor.close()
+            md = table.metadata
+            metrics = plan_files(md, table.io, branch_head(table, plan.target.branch), plan.scan_filter).metrics
+            text = explain_text(plan, table.full_name, metrics)
+        elif isinstance(inner, st.Query):
+            df = self.query_frame(inner)
+            text = df._jdf.queryExecution().toString() + (f"\n== pyice scan ==\n{self.last_plan.metrics}"
+                                                          if self.last_plan is not None else "")
+        else:
+            raise UnsupportedError(f"EXPLAIN of {type(inner).__name__} is not supported")
+        return self.spark.createDataFrame([(text,)], "plan string")
+
+    # --- writes -------------------------------------------------------------------------------
+    def _align(self, table: Table, df: DataFrame, columns: tuple[str, ...] | None,
+               static: Mapping[str, Any] | None = None, position: SqlPosition | None = None) -> DataFrame:
+        """Map query output to table columns by position (Spark's INSERT rule), or by the given list."""
+        schema = table.metadata.schema()
+        static = {k.lower(): v for k, v in (static or {}).items()}
+        targets = list(columns) if columns else [f.name for f in schema.fields if f.name.lower() not in static]
+        if len(df.columns) != len(targets):
+            raise AnalysisError(f"cannot write to {table.full_name}: the query has {len(df.columns)} columns, "
+                                f"the table expects {len(targets)} ({', '.join(targets)})", position=position)
+        for name in targets:
+            if schema.find_field(name) is None:
+                raise AnalysisError(f"column {name!r} is not in table {table.full_name}", position=position)
+        df = df.toDF(*[f"_col{i}" for i in range(len(df.columns))])  # by position: names may repeat
+        given = {t.lower(): F.col(c) for t, c in zip(targets, df.columns)}
+        cols, missing = [], []
+        for f in schema.fields:
+            if f.name.lower() in given:
+                cols.append(given[f.name.lower()].alias(f.name))
+            elif f.name.lower() in static:
+                cols.append(F.lit(static[f.name.lower()]).alias(f.name))
+            else:
+                missing.append(f.name)
+                cols.append(F.lit(None).alias(f.name))
+        out = assign_frame(df.select(*cols), schema_to_spark(schema, with_ids=False),
+                           f"INSERT into {table.full_name}", position)
+        self._check_required(table, out, missing, position)
+        return out
+
+    @staticmethod
+    def _check_required(table: Table, df: DataFrame, missing: list[str], position: SqlPosition | None = None) -> None:
+        for f in table.metadata.schema().fields:
+            if f.required and f.name in missing:
+                raise NotNullViolationError(f"column {f.name!r} of {table.full_name} is NOT NULL and has no value",
+                                            position=position)
+
+    def _do_Insert(self, stmt: st.Insert) -> None:
+        table = self.load_ref(stmt.table)
+        query = stmt.query
+        if isinstance(query.expression, st.exp.Values):
+            schema = table.metadata.schema()
+            static = {k.lower() for k in stmt.static_partition}
+            names = stmt.columns or [f.name for f in schema.fields if f.name.lower() not in static]
+            query = dataclasses.replace(query, expression=values_with_defaults(
+                query.expression, [schema.find_field(n) for n in names], stmt.table.position))
+        df = self._align(table, self.query_frame(query), stmt.columns, stmt.static_partition,
+                         stmt.table.position)
+        df = enforce_not_null(table, df)
+        branch = stmt.table.branch or MAIN_BRANCH
+        if not stmt.overwrite:
+            append(self.runtime, table, df, branch)
+            return
+        mode = self.spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static").lower()
+        schema = table.metadata.schema()
+        # dynamic mode replaces only the partitions written, also under PARTITION (p='a', q); a clause
+        # that fixes every partition column is a static overwrite in either mode, as in Spark
+        part_cols = {schema.find_field(f.source_id).name.lower() for f in table.metadata.spec().fields
+                     if schema.find_field(f.source_id) is not None}
+        all_static = bool(stmt.static_partition) and part_cols <= {k.lower() for k in stmt.static_partition}
+        if mode != "dynamic" or all_static:
+            flt: Expression = AlwaysTrue()
+            for k, v in stmt.static_partition.items():
+                field = schema.find_field(k)
+                if field is None:
+                    raise AnalysisError(f"partition column {k!r} is not in table {table.full_name}")
+                flt = And(flt, eq(field.name, to_internal(field.type, v)))
+            overwrite(self.runtime, table, df, dynamic=False, static_filter=flt, branch=branch)
+        else:
+            overwrite(self.runtime, table, df, dynamic=True, branch=branch)
+
+
+def _like(value: str, pattern: str) -> bool:
+    """SHOW ... LIKE: Spark's patterns use * and | ; SQL's % and _ are accepted too."""
+    return any(fnmatch.fnmatch(value.lower(), p.strip().lower().replace("%", "*").replace("_", "?"))
+               for p in pattern.split("|"))
+
+
+
+def make_catalog(c: config.CatalogConfig, runtime_io) -> Catalog:
+    kind = c.type.lower()
+    if kind == "hadoop":
+        return HadoopCatalog(c.name, c.warehouse, runtime_io)
+    if kind in ("sql", "sqlite", "jdbc"):
+        return SqlCatalog(c.name, c.uri or os.path.join(c.warehouse, "catalog.db"), c.warehouse, runtime_io)
+    if kind == "rest":
+        if not c.uri:
+            raise AnalysisError(f"REST catalog {c.name!r} needs a uri (spark.pyice.catalog.{c.name}.uri, "
+                                "connect(uri=...) or --uri)")
+        return RestCatalog(c.name, c.uri, runtime_io, warehouse=c.warehouse, properties=dict(c.properties))
+    raise AnalysisError(f"unknown catalog type {c.type!r} for catalog {c.name!r}: use 'hadoop', 'sql' or 'rest'")
+
+
+def connect(spark: SparkSession | None = None, warehouse: str | None = None, catalog: str | None = None,
+            catalog_type: str | None = None, uri: str | None = None, quiet: bool | None = None,
+            credential: str | None = None, token: str | None = None) -> IceSession:
+    """Open a pyice_sql session; creates a local SparkSession when none is given.
+
+    `catalog_type` 'hadoop' is a filesystem warehouse (Iceberg's Hadoop layout); 'sql' keeps the
+    catalog in a SQLite file (`uri`, default `<warehouse>/catalog.db`) compatible with PyIceberg;
+    'rest' is an Iceberg REST catalog server at `uri`, authenticated by an OAuth2 `credential`
+    ('client_id:secret') or a bearer `token`.
+    What is not given comes from Spark conf (`spark.pyice.*`, see pyice_sql.spark.config, which may
+    declare more catalogs), else catalog `local`, type `hadoop`, warehouse `./warehouse`.
+    `quiet` silences progress lines (and Spark's progress bar in a session created here).
+    """
+    spark = spark or local_session(quiet=bool(quiet))
+    cfg = config.from_conf(config.spark_conf(spark), catalog=catalog, catalog_type=catalog_type,
+                           warehouse=warehouse, uri=uri, quiet=quiet,
+                           properties={"credential": credential, "token": token})
+    runtime = Runtime.attach(spark)
+    catalogs = {}
+    for c in cfg.catalogs:
+        if c.type.lower() != "rest" and is_local(c.warehouse):
+            os.makedirs(local_path(c.warehouse), exist_ok=True)
+        catalogs[c.name] = make_catalog(c, runtime.io_for)
+    return IceSession(spark, runtime, catalogs, cfg.default_catalog, Progress(cfg.quiet))

@@ -1,0 +1,376 @@
+"""Write a DataFrame as Iceberg data files: a Spark job, then one footer pass for metrics.
+
+How a write works:
+  1. The rows are cast to the table schema; every column carries its Iceberg field id as
+     Parquet field-id metadata (tables with list/map columns are written with no ids at all
+     and read through the name mapping, because Spark cannot put ids on list elements or map
+     keys/values and a partial set of ids makes Java read those columns as NULL).
+  2. For a partitioned spec, one extra column per partition field holds the transformed value
+     (computed in Spark SQL, bucket by the shim's Java UDF), rows are clustered by them and
+     Spark's `partitionBy` writes one folder per partition tuple. The folder value is a tagged
+     text form of the internal partition value that we decode exactly (`v<text>` when the text
+     is path-safe, `x<hex>` otherwise), so no separate pass is needed to learn partitions.
+  3. The job writes under a staging folder unique to this write, so listing it afterwards
+     yields exactly the committed task outputs of this write and nothing else. Each file is
+     then moved to where Iceberg Java would put it (`write/locations.py`: partition folders
+     such as `ts_day=2024-01-02`, names `<task>-0-<operation id>-<count>.parquet`) and the
+     staging folder is removed. A write that fails at any point leaves only files no snapshot
+     references, under the table's data folder: orphans that remove_orphan_files deletes.
+  4. The footers of those files are read on the executors by the shim (no pass over data)
+     and turned into DataFiles with exact sizes and column metrics. Parquet footers carry no
+     NaN counts, so the job itself counts NaNs per float/double column (a Spark observation,
+     same pass): a write with no NaN records 0 for every file, a one-file write gets the exact
+     count, otherwise the count is left unknown (absent), as the spec allows.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any, Callable, Iterator
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, functions as F, types as T
+
+from pyice_sql.core.faults import fault_point
+from pyice_sql.core.format.fileio import FileIO
+from pyice_sql.core.model import types as it
+from pyice_sql.core.model.manifest import DataFile, FileContent
+from pyice_sql.core.model.partitioning import PartitionSpec
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.sort_order import DESC, NULLS_FIRST, UNSORTED, SortOrder
+from pyice_sql.spark.schema import FIELD_ID_KEY, to_spark_type
+from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
+from pyice_sql.spark.write.stats import data_file_from_footer, top_level_leaves
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+DEFAULT_BYTES_PER_ROW = 64
+_SAFE = "^[A-Za-z0-9_.-]*$"
+_FOLDER = re.compile(r"^(?P<name>[^=]+)=(?P<value>.*)$")
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """What a writer needs of the table, and how to reach its files."""
+
+    schema: Schema
+    spec: PartitionSpec
+    location: str
+    properties: dict[str, str]
+    io: FileIO
+    footer_stats: Callable[[list[str]], list[dict]]
+    bytes_per_row: float = DEFAULT_BYTES_PER_ROW
+    specs: tuple[PartitionSpec, ...] = ()  # every spec of the table (delete files follow their data file's)
+    sort_order: SortOrder = UNSORTED  # the table's write order: files are sorted by it and record its id
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def cast_to_schema(df: DataFrame, fields: tuple[it.NestedField, ...], with_ids: bool) -> list[Column]:
+    """Columns of `df` cast to the Iceberg fields' Spark types, tagged with field ids."""
+    types = {f.name.lower(): f.dataType for f in df.schema.fields}
+    out = []
+    for f in fields:
+        col = _cast_value(F.col(quote(f.name)), f.type, with_ids, types.get(f.name.lower()))
+        meta = {FIELD_ID_KEY: f.field_id} if with_ids else {}
+        out.append(col.alias(f.name, metadata=meta))
+    return out
+
+
+def _cast_value(col: Column, t: it.IcebergType, with_ids: bool, source: T.DataType | None = None) -> Column:
+    if isinstance(t, it.StructType):
+        # an untyped NULL (a VALUES column of only NULLs) has no fields to take: build them as NULLs
+        untyped = isinstance(source, T.NullType)
+        nested = {f.name.lower(): f.dataType for f in source.fields} if isinstance(source, T.StructType) else {}
+        return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*[
+            _cast_value(F.lit(None) if untyped else col.getField(f.name), f.type, with_ids,
+                        source if untyped else nested.get(f.name.lower())).alias(
+                f.name, metadata={FIELD_ID_KEY: f.field_id} if with_ids else {})
+            for f in t.fields]))
+    # nullable all the way down: a cast may not turn a nullable nested field into a NOT NULL one
+    # (Spark refuses it); NULLs in required fields are enforce_not_null's errors
+    return col.cast(_nullable(to_spark_type(t, with_ids=False)))
+
+
+def _nullable(t: T.DataType) -> T.DataType:
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t
+
+
+def enforce_not_null(table, df: DataFrame) -> DataFrame:
+    """Fail the write job on a NULL in a required column or required nested field (struct field,
+    list element, map value, at any depth): checked inline, no extra pass, values left as they are."""
+    cols = []
+    for f in table.metadata.schema().fields:
+        c = F.col(quote(f.name))
+        rules = ([((f.name,), _is_null)] if f.required else []) + _null_rules(f.type, (f.name,))
+        if rules:
+            checked = None
+            for path, violated in rules:
+                what = "column" if len(path) == 1 else "field"
+                error = F.raise_error(F.lit(
+                    f"NOT NULL violation: NULL value for required {what} {'.'.join(path)} of {table.full_name}"))
+                checked = F.when(violated(c), error) if checked is None else checked.when(violated(c), error)
+            c = checked.otherwise(c)
+        cols.append(c.alias(f.name))
+    return df.select(*cols)
+
+
+def _null_rules(t: it.IcebergType, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Callable[[Column], Column]]]:
+    """(path, test) per required field below a value of type `t`: the test is true on a value
+    holding NULL there (a NULL struct, list or map itself holds no field to violate). Tests are
+    one-argument functions, as Spark's higher-order functions take them."""
+    rules: list[tuple[tuple[str, ...], Callable[[Column], Column]]] = []
+    if isinstance(t, it.StructType):
+        for f in t.fields:
+            sub = path + (f.name,)
+            if f.required:
+                rules.append((sub, _field_test(f.name, _is_null)))
+            rules += [(p, _field_test(f.name, test)) for p, test in _null_rules(f.type, sub)]
+    elif isinstance(t, (it.ListType, it.MapType)):
+        is_list = isinstance(t, it.ListType)
+        inner, required = (t.element, t.element_required) if is_list else (t.value, t.value_required)
+        sub = path + ("element" if is_list else "value",)
+        per_item = ([(sub, _is_null)] if required else []) + _null_rules(inner, sub)
+        rules += [(p, _any_item(test, is_list)) for p, test in per_item]
+    return rules
+
+
+def _is_null(c: Column) -> Column:
+    return c.isNull()
+
+
+def _field_test(name: str, test: Callable[[Column], Column]) -> Callable[[Column], Column]:
+    return lambda c: c.isNotNull() & test(c[name])
+
+
+def _any_item(test: Callable[[Column], Column], is_list: bool) -> Callable[[Column], Column]:
+    return lambda c: F.exists(c if is_list else F.map_values(c), test)
+
+
+def partition_folder_sql(spec: PartitionSpec, schema: Schema) -> list[tuple[str, str, it.IcebergType]]:
+    """(folder column name, Spark SQL of its tagged text value, partition result type) per field."""
+    taken = {f.name.lower() for f in schema.fields}
+    out = []
+    for pf in spec.fields:
+        src = schema.find_field(pf.source_id)
+        path = schema.field_path(pf.source_id)
+        if src is None or path is None:
+            raise ValueError(f"partition field {pf.name} refers to a dropped column (id {pf.source_id})")
+        value_sql = pf.transform.to_sql(".".join(quote(p) for p in path), src.type)
+        result_type = pf.transform.result_type(src.type)
+        name = pf.name if pf.name.lower() not in taken else pf.name + "_part"
+        if result_type == it.BINARY or isinstance(result_type, it.FixedType):
+            text = f"concat('x', hex({value_sql}))"
+        else:
+            s = f"cast({value_sql} as string)"
+            text = f"CASE WHEN {s} RLIKE '{_SAFE}' THEN concat('v', {s}) ELSE concat('x', hex({s})) END"
+        out.append((name, text, result_type))
+    return out
+
+
+def decode_folder_value(text: str, t: it.IcebergType) -> Any:
+    """Inverse of the tagged folder text: the internal partition value."""
+    if text == NULL_PARTITION:
+        return None
+    tag, body = text[0], text[1:]
+    if tag == "x":
+        raw = bytes.fromhex(body)
+        if t == it.BINARY or isinstance(t, it.FixedType):
+            return raw
+        body = raw.decode("utf-8")
+    if isinstance(t, it.PrimitiveType):
+        if t.name in ("int", "long", "date", "time", "timestamp", "timestamptz"):
+            return int(body)
+        if t.name in ("float", "double"):
+            return float(body)
+        if t.name == "boolean":
+            return body == "true"
+        if t.name == "string":
+            return body
+    if isinstance(t, it.DecimalType):
+        return Decimal(body)
+    raise ValueError(f"cannot decode partition folder value {text!r} as {t}")
+
+
+def _unescape(segment: str) -> str:
+    """Undo Spark's escaping of partition folder names (%XX for a few ASCII characters)."""
+    return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), segment)
+
+
+_REBASE_IN_WRITE = ("spark.sql.parquet.datetimeRebaseModeInWrite", "spark.sql.parquet.int96RebaseModeInWrite")
+
+
+@contextmanager
+def proleptic_calendar(spark: SparkSession) -> Iterator[None]:
+    """Write dates and timestamps as they are (Iceberg's proleptic Gregorian calendar), also before
+    1582, whatever the session's rebase mode. Spark's Parquet writer takes the mode only from the
+    session conf (no per-write option), so it is set for the write and then restored."""
+    conf = spark.conf
+    previous = {k: conf.get(k, None) for k in _REBASE_IN_WRITE}
+    for k in _REBASE_IN_WRITE:
+        conf.set(k, "CORRECTED")
+    try:
+        yield
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                conf.unset(k)
+            else:
+                conf.set(k, v)
+
+
+# Spark's `_SUCCESS` file would sit in the table's data folder referenced by nothing (an orphan).
+NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
+
+
+def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
+                     rebalance: bool = False) -> list[DataFile]:
+    """Write `df` (columns named as the table's) into new data files and describe them.
+
+    `rebalance` (row-level writes, whose rows come scattered over a join's shuffle partitions):
+    let adaptive execution regroup an unpartitioned table's rows into advisory-size tasks, so a
+    MERGE touching a few rows writes one file, not one per shuffle partition (partitioned tables
+    are clustered by partition below, which coalesces the same way).
+    """
+    schema, spec = ctx.schema, ctx.spec
+    with_ids = not schema.has_list_or_map()
+    out = df.select(*cast_to_schema(df, schema.fields, with_ids))
+    folders = partition_folder_sql(spec, schema)
+    for name, text_sql, _ in folders:
+        out = out.withColumn(name, F.expr(text_sql))
+    out = _distribute_and_sort(out, ctx, [F.col(quote(n)) for n, _, _ in folders], rebalance)
+    nan_columns = _float_leaves(schema)
+    observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
+    if observation is not None:
+        out = out.observe(observation, *[
+            F.sum(F.when(F.isnan(F.col(".".join(quote(p) for p in path))), 1).otherwise(0)).alias(str(fid))
+            for fid, path in nan_columns.items()])
+    target = int(ctx.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
+    max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
+    codec = ctx.properties.get("write.parquet.compression-codec", "zstd").lower()
+    operation_id = new_operation_id()
+    write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
+    writer = (out.write.mode("errorifexists").option("maxRecordsPerFile", max_records).options(**NO_SUCCESS_MARKER)
+              .option("compression", "none" if codec == "uncompressed" else codec))
+    if folders:
+        writer = writer.partitionBy(*[n for n, _, _ in folders])
+    with proleptic_calendar(df.sparkSession):
+        writer.parquet(write_dir)
+    described = describe_written_files(ctx, write_dir, folders, operation_id, content)
+    if observation is not None:
+        described = _with_nan_counts(described, observation.get, nan_columns)
+    fault_point("data-files")
+    return described
+
+
+def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column], rebalance: bool) -> DataFrame:
+    """Rows to tasks by `write.distribution-mode` (`hash`: by partition, the default for a
+    partitioned table; `range`: by partition and sort order; `none`: as they come), then each task
+    sorts its rows by partition and the table's sort order, so every file is sorted by it."""
+    keys = [_sort_key(f, ctx.schema) for f in ctx.sort_order.fields]
+    mode = ctx.properties.get("write.distribution-mode", "").lower()
+    if mode == "range" and (folders or keys):
+        out = out.repartitionByRange(*folders, *keys)
+    elif folders and mode != "none":
+        out = out.repartition(*folders)
+    elif rebalance and not folders and mode != "none":
+        out = out.hint("rebalance")
+    return out.sortWithinPartitions(*folders, *keys) if folders or keys else out
+
+
+def _sort_key(field, schema: Schema) -> Column:
+    path = schema.field_path(field.source_id)
+    source = schema.find_field(field.source_id)
+    if path is None or source is None:
+        raise ValueError(f"sort field {field.transform} refers to a dropped column (id {field.source_id})")
+    col = F.expr(field.transform.to_sql(".".join(quote(p) for p in path), source.type))
+    if field.direction == DESC:
+        return col.desc_nulls_first() if field.null_order == NULLS_FIRST else col.desc_nulls_last()
+    return col.asc_nulls_first() if field.null_order == NULLS_FIRST else col.asc_nulls_last()
+
+
+def _float_leaves(schema: Schema) -> dict[int, tuple[str, ...]]:
+    return {f.field_id: path for path, f in top_level_leaves(schema).items()
+            if isinstance(f.type, it.PrimitiveType) and f.type.name in ("float", "double")}
+
+
+def _with_nan_counts(files: list[DataFile], totals: dict, columns: dict[int, tuple[str, ...]]) -> list[DataFile]:
+    """NaN counts per file from the job's totals where they are exact: all zero, or one file."""
+    known = {fid: int(totals[str(fid)] or 0) for fid in columns if str(fid) in totals}
+    nan_counts = known if len(files) == 1 else {fid: 0 for fid, n in known.items() if n == 0}
+    return [replace(f, nan_value_counts=dict(nan_counts)) for f in files] if nan_counts else files
+
+
+def written_files(ctx: WriteContext, write_dir: str) -> list[tuple[str, dict]]:
+    """(path, footer summary) of each non-empty Parquet file a write job committed under `write_dir`.
+
+    Spark writes a schema-only file for an empty input; such files are deleted, never committed.
+    """
+    files = [f.path for f in ctx.io.list(write_dir, recursive=True)
+             if f.path.endswith(".parquet") and "/_temporary/" not in f.path and "/." not in f.path]
+    out = []
+    for path, footer in zip(files, ctx.footer_stats(files) if files else []):
+        if int(footer["rowCount"]) == 0:
+            ctx.io.delete(path)
+        else:
+            out.append((path, footer))
+    return out
+
+
+def describe_written_files(ctx: WriteContext, write_dir: str, folders: list[tuple[str, str, it.IcebergType]],
+                           operation_id: str, content: FileContent = FileContent.DATA) -> list[DataFile]:
+    """Move each staged file to its Iceberg location and describe it there."""
+    staged = [(path, footer, _partition_of(path, write_dir, folders)) for path, footer in written_files(ctx, write_dir)]
+    out = []
+    paths = [(p, partition_to_path(ctx.spec, ctx.schema, part) if folders else "") for p, _, part in staged]
+    for (path, footer, partition), final in zip(staged, final_locations(ctx, paths, operation_id)):
+        ctx.io.move(path, final)
+        out.append(replace(data_file_from_footer(footer, ctx.schema, ctx.properties, final, partition,
+                                                 ctx.spec.spec_id, content), sort_order_id=ctx.sort_order.order_id))
+    ctx.io.delete_tree(write_dir)
+    return out
+
+
+_SPARK_FILE = re.compile(r"part-(\d+)-.*[.-]c(\d+)")
+
+
+def final_locations(ctx: WriteContext, staged: list[tuple[str, str]], operation_id: str,
+                    deletes: bool = False) -> list[str]:
+    """Iceberg's location for each (staged path, partition path) of one write: files are numbered
+    per Spark task (the partition id in Spark's file name), in the order that task wrote them."""
+    order = sorted(range(len(staged)), key=lambda i: _task_and_count(staged[i][0]) + (staged[i][0],))
+    counts: dict[int, int] = {}
+    out = [""] * len(staged)
+    for i in order:
+        task = _task_and_count(staged[i][0])[0]
+        counts[task] = counts.get(task, 0) + 1
+        name = file_name(task, 0, operation_id, counts[task], deletes)
+        out[i] = new_file_location(ctx.location, ctx.properties, staged[i][1], name)
+    return out
+
+
+def _task_and_count(path: str) -> tuple[int, int]:
+    m = _SPARK_FILE.search(path.rsplit("/", 1)[-1])
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _partition_of(path: str, write_dir: str, folders: list[tuple[str, str, it.IcebergType]]) -> tuple:
+    if not folders:
+        return ()
+    rel = path[len(write_dir):].strip("/").split("/")[:-1]
+    values = {}
+    for seg in rel:
+        m = _FOLDER.match(seg)
+        if m:
+            values[_unescape(m.group("name"))] = _unescape(m.group("value"))
+    return tuple(decode_folder_value(values[name], t) for name, _, t in folders)

@@ -1,0 +1,79 @@
+"""Position delete files for merge-on-read: `(file_path, pos)` rows, one delete file per data file.
+
+Each delete file holds the deleted positions of exactly one data file, sorted by position,
+and is recorded in that data file's spec and partition with `referenced_data_file` set, so
+every reader (Java, PyIceberg by its equal file_path bounds, DuckDB) scopes it to that one
+file. The `file_path` strings are the data file's manifest path, byte for byte. Rows are
+routed to their delete file by a small integer per target data file used as the output
+folder of a staging write, so the job needs no per-file driver work beyond naming the targets;
+each file then moves to Iceberg's place for it (its data file's partition folder, named
+`<task>-0-<operation id>-<count>-deletes.parquet`, see write/locations.py).
+"""
+from __future__ import annotations
+
+
+from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
+
+from pyice_sql.core.faults import fault_point
+from pyice_sql.core.model import types as it
+from pyice_sql.core.model.manifest import DataFile, FileContent
+from pyice_sql.core.model.partitioning import PartitionSpec
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.spark.schema import FIELD_ID_KEY
+from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
+from pyice_sql.core.format.locations import data_location, new_operation_id, partition_to_path
+from pyice_sql.spark.write.stats import data_file_from_footer
+
+DELETE_SCHEMA = Schema((
+    it.NestedField(2147483546, "file_path", it.STRING, True),
+    it.NestedField(2147483545, "pos", it.LONG, True),
+))
+_FULL_METRICS = {"write.metadata.metrics.default": "full"}
+# Folder key of each delete file: not `_`-prefixed, or remove_orphan_files (Iceberg skips hidden
+# paths) could never clean up the delete files of a failed commit.
+_TARGET = "target_file"
+
+
+def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dict[str, DataFile],
+                           ctx: WriteContext) -> list[DataFile]:
+    """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
+
+    `targets` maps each data file path that may appear in `_file` to its DataFile, whose spec
+    and partition the delete file inherits.
+    """
+    if not targets:
+        return []
+    paths = sorted(targets)
+    index = spark.createDataFrame(list(enumerate(paths)), T.StructType([
+        T.StructField(_TARGET, T.IntegerType(), False), T.StructField("_file", T.StringType(), False)]))
+    rows = (deletes.select("_file", "_pos").join(F.broadcast(index), "_file")
+            .select(F.col("_file").alias("file_path", metadata={FIELD_ID_KEY: 2147483546}),
+                    F.col("_pos").cast("long").alias("pos", metadata={FIELD_ID_KEY: 2147483545}),
+                    F.col(_TARGET)))
+    rows = rows.repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "pos")
+    operation_id = new_operation_id(deletes=True)
+    out_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
+    codec = ctx.properties.get("write.delete.parquet.compression-codec",
+                               ctx.properties.get("write.parquet.compression-codec", "zstd")).lower()
+    (rows.write.mode("errorifexists").options(**NO_SUCCESS_MARKER)
+     .option("compression", "none" if codec == "uncompressed" else codec)
+     .partitionBy(_TARGET).parquet(out_dir))
+    staged = [(path, footer, targets[paths[int(path.rsplit("/", 2)[-2].split("=", 1)[1])]])
+              for path, footer in written_files(ctx, out_dir)]
+    specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
+    finals = final_locations(ctx, [(path, _partition_path(ctx, specs.get(target.spec_id), target))
+                                   for path, _, target in staged], operation_id, deletes=True)
+    out = []
+    for (path, footer, target), final in zip(staged, finals):
+        ctx.io.move(path, final)
+        out.append(data_file_from_footer(
+            footer, DELETE_SCHEMA, _FULL_METRICS, final, target.partition, target.spec_id,
+            FileContent.POSITION_DELETES, referenced_data_file=target.file_path))
+    ctx.io.delete_tree(out_dir)
+    fault_point("delete-files")
+    return out
+
+
+def _partition_path(ctx: WriteContext, spec: PartitionSpec | None, target: DataFile) -> str:
+    """The partition folder of a delete file: its data file's, in that file's spec (as Java)."""
+    return partition_to_path(spec, ctx.schema, target.partition) if spec is not None and spec.fields else ""
