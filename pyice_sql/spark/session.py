@@ -49,7 +49,7 @@ from pyice_sql.spark.read.table_scan import TimeTravel, branch_head, scan
 from pyice_sql.spark.rowlevel.compile.store_assignment import assign_frame
 from pyice_sql.spark.errors import translate as translate_spark_error
 from pyice_sql.spark.schema import schema_to_spark, to_spark_type
-from pyice_sql.core.sql import statements as st, write_order
+from pyice_sql.core.sql import parser, statements as st, write_order
 from pyice_sql.core.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote
 from pyice_sql.spark.write.operations import append, overwrite, replace_table
@@ -119,7 +119,7 @@ class IceSession:
     # --- routing --------------------------------------------------------------------------
     def execute(self, sql: str, position=None) -> DataFrame:
         stmt = (write_order.parse(sql, self.catalogs.__contains__, self.current_catalog, position)
-                or st.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
+                or parser.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
                                       is_temp_view=self._is_temp_view, start=position))
         try:
             out = self._run(stmt)

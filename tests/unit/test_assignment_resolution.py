@@ -12,7 +12,7 @@ from pyice_sql.core.model import types as it
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.builder import build_merge, build_update
 from pyice_sql.core.plan.nodes import INSERT, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
-from pyice_sql.core.sql.statements import parse_statement
+from pyice_sql.core.sql.parser import parse_statement
 
 AB = T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])
 BA = T.StructType([T.StructField("b", T.StringType()), T.StructField("a", T.IntegerType())])

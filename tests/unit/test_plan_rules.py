@@ -12,7 +12,7 @@ from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.core.plan.rules.join_type import choose_join
 from pyice_sql.core.plan.rules.prune_target import prune_target
 from pyice_sql.core.plan.rules.write_mode import choose_write_mode
-from pyice_sql.core.sql.statements import parse_statement
+from pyice_sql.core.sql.parser import parse_statement
 
 SCHEMA = Schema((it.NestedField(1, "id", it.LONG, True), it.NestedField(2, "p", it.STRING),
                  it.NestedField(3, "v", it.INT)))

@@ -26,6 +26,7 @@ from pyice_sql.spark.procedures.snapshot_management import (
 )
 from pyice_sql.core.commit.refs import ref_change
 from pyice_sql.core.sql import statements as st
+from pyice_sql.core.sql.parser import parse_statement
 
 T = "local.db.t"
 
@@ -98,7 +99,7 @@ def test_cherrypick_rules(md):
 
 
 def ddl(sql: str):
-    return st.parse_statement(sql, lambda c: c == "local", "local")
+    return parse_statement(sql, lambda c: c == "local", "local")
 
 
 def test_branch_and_tag_ddl_parse_with_retention_in_milliseconds():

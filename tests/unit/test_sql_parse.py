@@ -10,13 +10,14 @@ from sqlglot import exp
 from pyice_sql.core.errors import ParseError, PyIceError, SqlPosition, UnsupportedError
 from pyice_sql.core.sql.dialect import PyIceSpark
 from pyice_sql.core.sql.script import bind_parameters, split_script, sql_literal, substitute_variables
+from pyice_sql.core.sql.parser import parse_statement
 from pyice_sql.core.sql.statements import (
     AlterTableAddColumns, AlterTableAddPartitionField, AlterTableAlterColumn, AlterTableDropColumns,
     AlterTableDropPartitionField, AlterTableRename, AlterTableRenameColumn, AlterTableReplacePartitionField,
     AlterTableSetProperties, AlterTableUnsetProperties, Call, ColumnSpec, CreateNamespace, CreateTable,
     Delete, Describe, DropNamespace, DropTable, Explain, Insert, MatchedDelete, MatchedUpdate, Merge,
     NewColumn, NotMatchedBySourceDelete, NotMatchedBySourceUpdate, NotMatchedInsert, PartitionTransform,
-    PassThrough, Query, ShowNamespaces, ShowTables, TableRef, Update, UseNamespace, parse_statement,
+    PassThrough, Query, ShowNamespaces, ShowTables, TableRef, Update, UseNamespace,
     position_of, replace_tables, tables_read,
 )
 

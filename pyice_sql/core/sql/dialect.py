@@ -447,3 +447,4 @@ class PyIceSpark(Spark):
         COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW}
 
     Parser = PyIceSparkParser
+DIALECT = PyIceSpark()  # the one dialect instance the parser and procedure arguments use

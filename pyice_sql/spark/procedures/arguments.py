@@ -82,10 +82,10 @@ def where_predicate(where: str | None, schema: Schema, procedure: str) -> Expres
     """
     if where is None:
         return None
-    from pyice_sql.core.sql.statements import _DIALECT  # the parser's dialect; imported late (heavy module)
+    from pyice_sql.core.sql.dialect import DIALECT  # the parser's dialect; imported late (heavy module)
 
     try:
-        cond = exp.maybe_parse(where, dialect=_DIALECT)
+        cond = exp.maybe_parse(where, dialect=DIALECT)
     except Exception as e:  # sqlglot raises ParseError / TokenError
         raise ParseError(f"{procedure}: cannot parse where {where!r}: {e}") from None
     for col in cond.find_all(exp.Column):
