@@ -1,4 +1,4 @@
-"""Transform.to_sql evaluated by Spark equals Transform.apply, whatever the session time zone."""
+"""transform_sql evaluated by Spark equals Transform.apply, whatever the session time zone."""
 from __future__ import annotations
 
 import datetime as dt
@@ -7,8 +7,9 @@ from decimal import Decimal
 import pytest
 
 from pyice_sql.core.model.conversions import to_internal
-from pyice_sql.core.model.transforms import parse_transform, spark_internal_type
+from pyice_sql.core.model.transforms import parse_transform
 from pyice_sql.core.model.types import BINARY, DATE, INT, LONG, STRING, TIMESTAMP, TIMESTAMPTZ, DecimalType
+from pyice_sql.spark.write.partition_sql import spark_internal_type, transform_sql
 
 UTC = dt.timezone.utc
 DEC = DecimalType(9, 2)
@@ -88,7 +89,7 @@ def test_to_sql_matches_apply_in_los_angeles(spark, ansi):
     for name, (itype, _, transforms) in COLUMNS.items():
         for text in transforms:
             tr = parse_transform(text)
-            selects.append(tr.to_sql(f"`{name}`", itype))
+            selects.append(transform_sql(tr, f"`{name}`", itype))
             expected.append((name, text, spark_internal_type(tr.result_type(itype)).lower(),
                              [tr.apply(to_internal(itype, row[names.index(name)]), itype) for row in ROWS]))
     df = spark.sql(f"SELECT {', '.join(selects)} FROM VALUES {values_sql} AS t({', '.join(names)})")
@@ -99,6 +100,6 @@ def test_to_sql_matches_apply_in_los_angeles(spark, ansi):
         got = [bytes(r[k]) if isinstance(r[k], bytearray) else r[k] for r in rows]
         assert got == want, f"{text}({name}): spark {got} != apply {want}"
     # a decimal floor outside decimal(9,2) fails loudly rather than becoming a null partition
-    overflow = parse_transform("truncate[50]").to_sql("x", DEC)
+    overflow = transform_sql(parse_transform("truncate[50]"), "x", DEC)
     with pytest.raises(Exception, match="overflows"):
         spark.sql(f"SELECT {overflow} FROM VALUES (CAST('-9999999.99' AS DECIMAL(9,2))) AS t(x)").collect()

@@ -13,10 +13,12 @@ from pyiceberg import transforms as pyi_tr
 from pyiceberg import types as pyi
 
 from pyice_sql.core.model.conversions import to_internal
+from pyice_sql.core.model.calendar import civil_from_days
+from pyice_sql.core.model.hashing import bucket_bytes, murmur3_32
 from pyice_sql.core.model.transforms import (
-    Bucket, Day, Hour, Identity, Month, Transform, Truncate, Void, Year, bucket_bytes, civil_from_days, murmur3_32,
-    parse_transform,
+    Bucket, Day, Hour, Identity, Month, Transform, Truncate, Void, Year, parse_transform,
 )
+from pyice_sql.spark.write.partition_sql import transform_sql
 from pyice_sql.core.model.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMPTZ, UUID, DecimalType, FixedType,
     ListType,
@@ -209,16 +211,16 @@ def test_human_strings():
 
 
 def test_to_sql_text():
-    assert Bucket(8).to_sql("`d`", DATE) == "pyice_bucket(8, CAST(unix_date(`d`) AS BIGINT))"
-    assert Bucket(8).to_sql("s", STRING) == "pyice_bucket(8, s)"
-    assert Bucket(8).to_sql("ts", TIMESTAMPTZ) == "pyice_bucket(8, unix_micros(ts))"
-    assert Bucket(8).to_sql("u", UUID) == "pyice_bucket(8, unhex(replace(u, '-', '')))"
-    assert Void().to_sql("d", DATE) == "CAST(NULL AS INT)"
-    assert "CAST(x - pmod(x, 0.50BD) AS DECIMAL(9,2))" in Truncate(50).to_sql("x", DecimalType(9, 2))
+    assert transform_sql(Bucket(8), "`d`", DATE) == "pyice_bucket(8, CAST(unix_date(`d`) AS BIGINT))"
+    assert transform_sql(Bucket(8), "s", STRING) == "pyice_bucket(8, s)"
+    assert transform_sql(Bucket(8), "ts", TIMESTAMPTZ) == "pyice_bucket(8, unix_micros(ts))"
+    assert transform_sql(Bucket(8), "u", UUID) == "pyice_bucket(8, unhex(replace(u, '-', '')))"
+    assert transform_sql(Void(), "d", DATE) == "CAST(NULL AS INT)"
+    assert "CAST(x - pmod(x, 0.50BD) AS DECIMAL(9,2))" in transform_sql(Truncate(50), "x", DecimalType(9, 2))
     with pytest.raises(ValueError):
-        Truncate(5).to_sql("x", DecimalType(38, 10))
+        transform_sql(Truncate(5), "x", DecimalType(38, 10))
     with pytest.raises(ValueError):
-        Hour().to_sql("d", DATE)
+        transform_sql(Hour(), "d", DATE)
 
 
 # ------------------------------------------------------------------------------------ projection

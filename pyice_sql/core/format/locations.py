@@ -22,7 +22,7 @@ from typing import Any
 
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.model.transforms import murmur3_32
+from pyice_sql.core.model.hashing import murmur3_32
 
 _URL_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-*_")
 

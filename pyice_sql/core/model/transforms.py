@@ -5,8 +5,6 @@ one source type:
 
 * `apply`: the partition value of an internal source value (see `conversions`), exactly as
   Iceberg Java computes it, because readers prune files by these values;
-* `to_sql`: the same computation as a Spark SQL expression, so Spark can partition rows
-  without a Python UDF (bucket excepted, which calls the JVM shim's `pyice_bucket`);
 * `to_human_string`: the value as it appears in partition paths;
 * `project_inclusive` / `project_strict`: how a predicate on the source column becomes a
   predicate on the partition value, for partition pruning and metadata-only deletes.
@@ -14,21 +12,21 @@ one source type:
 Predicates are passed as an operator name from `OPS` plus a tuple of internal literal values
 (empty for unary operators, one value for comparisons, several for `in`/`not_in`). Time
 transforms need the source type to tell a date (days) from a timestamp (µs), so every method
-that evaluates values accepts `source`.
+that evaluates values accepts `source`. The bucket hash lives in `hashing`, calendar arithmetic
+and Java's value formats in `calendar`, the Spark SQL text of each transform in
+`pyice_sql.spark.write.partition_sql`.
 """
 from __future__ import annotations
 
-import base64
 import re
-import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from typing import Any, Callable, ClassVar, Iterable, Sequence
 
-from pyice_sql.core.model.conversions import (
-    MICROS_PER_DAY, decimal_from_unscaled, decimal_scale, decimal_unscaled, min_twos_complement,
-)
+from pyice_sql.core.model.calendar import EPOCH_YEAR, civil_from_days, human_day, human_value
+from pyice_sql.core.model.conversions import MICROS_PER_DAY, decimal_from_unscaled, decimal_scale, decimal_unscaled
+from pyice_sql.core.model.hashing import bucket_bytes, murmur3_32
 from pyice_sql.core.model.types import (
     DATE, INT, DecimalType, FixedType, IcebergType, PrimitiveType, is_primitive,
 )
@@ -44,139 +42,10 @@ _SYMBOL_TO_WORD = {v: k for k, v in _WORD_TO_SYMBOL.items()}
 Projection = tuple[str, tuple[Any, ...]]
 
 MICROS_PER_HOUR = 3_600_000_000
-_M32 = 0xFFFFFFFF
-_EPOCH_YEAR = 1970
 
 
-# ---------------------------------------------------------------------------------------------
-# murmur3 and bucket hashing
-
-
-def _rotl32(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
-def murmur3_32(data: bytes, seed: int = 0) -> int:
-    """MurmurHash3 x86_32 of `data`, as a signed 32-bit int (Java's Guava murmur3_32 result).
-
-    Spark's built-in hash() uses seed 42 over its own row layout, so bucket values must be
-    computed with this function (or the JVM shim) instead.
-    """
-    c1, c2 = 0xCC9E2D51, 0x1B873593
-    h = seed & _M32
-    full = len(data) - len(data) % 4
-    for i in range(0, full, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
-        k = _rotl32((k * c1) & _M32, 15) * c2 & _M32
-        h = (_rotl32(h ^ k, 13) * 5 + 0xE6546B64) & _M32
-    tail = data[full:]
-    if tail:
-        k = int.from_bytes(tail, "little")
-        h ^= _rotl32((k * c1) & _M32, 15) * c2 & _M32
-    h ^= len(data)
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    h ^= h >> 16
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def bucket_bytes(value: Any, source: IcebergType | None = None) -> bytes:
-    """The bytes Iceberg hashes for an internal value.
-
-    Every integer-backed type (int, long, date, time, timestamps) is hashed as an 8-byte
-    little-endian long, so promoting int to long keeps bucket assignments stable.
-    """
-    if isinstance(value, bool) or isinstance(value, float):
-        raise TypeError(f"cannot bucket a {type(value).__name__} value")
-    if isinstance(value, int):
-        return value.to_bytes(8, "little", signed=True)
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, uuid.UUID):
-        return value.bytes
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, Decimal):
-        return min_twos_complement(decimal_unscaled(value, decimal_scale(value, source)))
-    raise TypeError(f"cannot bucket a {type(value).__name__} value")
-
-
-# ---------------------------------------------------------------------------------------------
-# calendar helpers (proleptic Gregorian, any range, floor semantics)
-
-
-def civil_from_days(days: int) -> tuple[int, int, int]:
-    """(year, month, day) of a day count since 1970-01-01, for any integer (not limited to 1..9999)."""
-    z = days + 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (1 if month <= 2 else 0), month, day
-
-
-def _human_day(days: int) -> str:
-    y, m, d = civil_from_days(days)
-    return f"{y:04d}-{m:02d}-{d:02d}"
-
-
-def _iso_year(y: int) -> str:
-    """java.time's ISO year: four digits, a sign when negative, '+' beyond 9999."""
-    if y > 9999:
-        return f"+{y}"
-    return f"-{-y:04d}" if y < 0 else f"{y:04d}"
-
-
-def _iso_timestamp(micros: int) -> str:
-    """ISO_LOCAL_DATE_TIME as Java prints it: seconds always, fraction without trailing zeros."""
-    days, rem = divmod(micros, MICROS_PER_DAY)
-    y, m, d = civil_from_days(days)
-    secs, frac = divmod(rem, 1_000_000)
-    text = f"{_iso_year(y)}-{m:02d}-{d:02d}T{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
-    return text + (f".{frac:06d}".rstrip("0") if frac else "")
-
-
-def _java_local_time(micros: int) -> str:
-    """java.time.LocalTime.toString(): seconds only when non-zero, fraction in 3-digit groups."""
-    secs, frac = divmod(micros, 1_000_000)
-    text = f"{secs // 3600:02d}:{secs // 60 % 60:02d}"
-    if secs % 60 or frac:
-        text += f":{secs % 60:02d}"
-    if frac:
-        text += f".{frac // 1000:03d}" if frac % 1000 == 0 else f".{frac:06d}"
-    return text
-
-
-def _human_value(value: Any, source: IcebergType | None) -> str:
-    """Java's Transform.toHumanString for an untransformed (identity/truncate) value."""
-    if value is None:
-        return "null"
-    name = source.name if isinstance(source, PrimitiveType) else None
-    if name == "date":
-        return _human_day(value)
-    if name == "time":
-        return _java_local_time(value)
-    if name == "timestamp":
-        return _iso_timestamp(value)
-    if name == "timestamptz":
-        return _iso_timestamp(value) + "+00:00"
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# Spark SQL helpers
-
-
-def _type_name(t: IcebergType | None) -> str:
+def source_type_name(t: IcebergType | None) -> str:
+    """The type's kind as transforms dispatch on it: a primitive's name, `decimal`, `fixed` or `nested`."""
     if isinstance(t, PrimitiveType):
         return t.name
     if isinstance(t, DecimalType):
@@ -184,66 +53,6 @@ def _type_name(t: IcebergType | None) -> str:
     if isinstance(t, FixedType):
         return "fixed"
     return "nested"
-
-
-def spark_internal_type(t: IcebergType) -> str:
-    """The Spark SQL type of the internal representation of `t` (what `to_sql` produces)."""
-    if isinstance(t, DecimalType):
-        return f"DECIMAL({t.precision},{t.scale})"
-    names = {"boolean": "BOOLEAN", "int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
-             "date": "INT", "time": "BIGINT", "timestamp": "BIGINT", "timestamptz": "BIGINT",
-             "string": "STRING", "uuid": "STRING", "fixed": "BINARY", "binary": "BINARY"}
-    try:
-        return names[_type_name(t)]
-    except KeyError:
-        raise ValueError(f"no Spark representation for partition source type {t}") from None
-
-
-def _ntz_micros_sql(col: str) -> str:
-    """µs since the epoch of a Spark TIMESTAMP_NTZ column, by field arithmetic (no time zone)."""
-    return (f"(CAST(unix_date(CAST({col} AS DATE)) AS BIGINT) * {MICROS_PER_DAY}L"
-            f" + CAST(hour({col}) * 3600 + minute({col}) * 60 AS BIGINT) * 1000000L"
-            f" + CAST(extract(SECOND FROM {col}) * 1000000 AS BIGINT))")
-
-
-def _micros_sql(col: str, source: IcebergType) -> str:
-    """Spark `timestamp` holds Iceberg timestamptz (an instant); `timestamp_ntz` holds `timestamp`."""
-    return f"unix_micros({col})" if _type_name(source) == "timestamptz" else _ntz_micros_sql(col)
-
-
-def _floor_div_sql(expr: str, divisor: int) -> str:
-    """Exact floor division of a BIGINT expression (Spark's `/` goes through double)."""
-    return f"CAST((({expr}) - pmod({expr}, {divisor}L)) div {divisor}L AS INT)"
-
-
-def _wrapping_floor_sql(col: str, width: int, bits: int) -> str:
-    """`col - pmod(col, width)` with Java's two's-complement wrap-around for the few values near
-    the type's minimum (Iceberg's truncate wraps there), and no overflow error under ANSI mode
-    (Spark 4's default): those values take an exact detour through a wider type."""
-    low, span = 2 ** (bits - 1), 2 ** bits
-    wide, int_type = ("BIGINT", "INT") if bits == 32 else ("DECIMAL(21,0)", "BIGINT")
-    wrapped = (f"CAST(pmod(CAST({col} AS {wide}) - pmod({col}, {width}) + {low}, {span}) - {low} "
-               f"AS {int_type})")
-    return f"(CASE WHEN {col} < {-low + width} THEN {wrapped} ELSE {col} - pmod({col}, {width}) END)"
-
-
-def _days_sql(col: str, source: IcebergType) -> str:
-    name = _type_name(source)
-    if name == "date":
-        return f"unix_date({col})"
-    if name == "timestamp":
-        return f"unix_date(CAST({col} AS DATE))"
-    return _floor_div_sql(f"unix_micros({col})", MICROS_PER_DAY)
-
-
-def _date_sql(col: str, source: IcebergType) -> str:
-    """A DATE expression for the UTC (or wall-clock) calendar day, safe for year()/month()."""
-    name = _type_name(source)
-    if name == "date":
-        return col
-    if name == "timestamp":
-        return f"CAST({col} AS DATE)"
-    return f"date_from_unix_date({_days_sql(col, source)})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,18 +169,9 @@ class Transform:
         """The partition value of an internal source value (None stays None)."""
         raise NotImplementedError
 
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        """Spark SQL text computing `apply` for `column_sql`, independent of the session zone.
-
-        Column conventions: Spark TIMESTAMP holds timestamptz, TIMESTAMP_NTZ holds timestamp,
-        uuid is a STRING and time (which Spark lacks) a BIGINT of µs. The result has the Spark
-        type `spark_internal_type(result_type(source))`; a uuid identity value stays its text.
-        """
-        raise NotImplementedError
-
     def to_human_string(self, value: Any, source: IcebergType | None = None) -> str:
         """A partition value as Java prints it in data file paths (`null` for None)."""
-        return _human_value(value, None)
+        return human_value(value, None)
 
     def project_inclusive(self, op: str, values: Sequence[Any] = (),
                           source: IcebergType | None = None) -> Projection | None:
@@ -398,7 +198,8 @@ class Transform:
             return symbol, ()
         return _respell(self._strict(symbol, tuple(values), source), words)
 
-    def _check_source(self, source: IcebergType | None) -> IcebergType:
+    def check_source(self, source: IcebergType | None) -> IcebergType:
+        """`source`, or ValueError when this transform cannot take it."""
         if source is None or not self.can_transform(source):
             raise ValueError(f"{self} cannot transform source type {source}")
         return source
@@ -428,16 +229,8 @@ class Identity(Transform):
     def apply(self, value: Any, source: IcebergType | None = None) -> Any:
         return value
 
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        name = _type_name(self._check_source(source))
-        if name == "date":
-            return f"unix_date({column_sql})"
-        if name in ("timestamp", "timestamptz"):
-            return _micros_sql(column_sql, source)
-        return column_sql
-
     def to_human_string(self, value: Any, source: IcebergType | None = None) -> str:
-        return _human_value(value, source)
+        return human_value(value, source)
 
     def _inclusive(self, op: str, values: tuple[Any, ...], source: IcebergType | None) -> Projection | None:
         return op, values
@@ -465,7 +258,7 @@ class Bucket(Transform):
         return f"bucket[{self.num_buckets}]"
 
     def can_transform(self, source: IcebergType) -> bool:
-        return _type_name(source) in _BUCKET_SOURCES
+        return source_type_name(source) in _BUCKET_SOURCES
 
     def result_type(self, source: IcebergType | None) -> IcebergType:
         return INT
@@ -474,25 +267,6 @@ class Bucket(Transform):
         if value is None:
             return None
         return (murmur3_32(bucket_bytes(value, source)) & 0x7FFFFFFF) % self.num_buckets
-
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        """Calls the JVM shim's `pyice_bucket(N, x)` with x as BIGINT, STRING, BINARY or DECIMAL.
-
-        A uuid column (a Spark string) is passed as its 16 big-endian bytes, which is what
-        Iceberg hashes, rather than as text.
-        """
-        name = _type_name(self._check_source(source))
-        if name in ("int", "long", "time"):
-            arg = f"CAST({column_sql} AS BIGINT)"
-        elif name == "date":
-            arg = f"CAST(unix_date({column_sql}) AS BIGINT)"
-        elif name in ("timestamp", "timestamptz"):
-            arg = _micros_sql(column_sql, source)
-        elif name == "uuid":
-            arg = f"unhex(replace({column_sql}, '-', ''))"
-        else:
-            arg = column_sql
-        return f"pyice_bucket({self.num_buckets}, {arg})"
 
     def _inclusive(self, op: str, values: tuple[Any, ...], source: IcebergType | None) -> Projection | None:
         if op in ("=", "in"):
@@ -522,7 +296,7 @@ class Truncate(Transform):
         return f"truncate[{self.width}]"
 
     def can_transform(self, source: IcebergType) -> bool:
-        return _type_name(source) in _TRUNCATE_SOURCES
+        return source_type_name(source) in _TRUNCATE_SOURCES
 
     def result_type(self, source: IcebergType | None) -> IcebergType:
         if source is None:
@@ -536,7 +310,7 @@ class Truncate(Transform):
         if isinstance(value, bool) or isinstance(value, float):
             raise TypeError(f"cannot truncate a {type(value).__name__} value")
         if isinstance(value, int):
-            bits = {"int": 32, "long": 64}.get(_type_name(source))
+            bits = {"int": 32, "long": 64}.get(source_type_name(source))
             out = value - value % self.width
             # Java computes in int/long arithmetic, so values near the minimum wrap around
             return out if bits is None else (out + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
@@ -550,29 +324,8 @@ class Truncate(Transform):
             return bytes(value[:self.width])
         raise TypeError(f"cannot truncate a {type(value).__name__} value")
 
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        """Spark SQL for truncate; `substring` counts code points, matching Iceberg.
-
-        A decimal whose floor no longer fits decimal(P, S) (e.g. -9.99 at width 50 in
-        decimal(3, 2)) fails the query, as Java refuses to write it, instead of becoming null.
-        Raises ValueError for decimal(38, S>6): Spark would round the intermediate difference
-        (precision 39 is reduced by dropping scale), giving a wrong partition value.
-        """
-        name = _type_name(self._check_source(source))
-        if name in ("int", "long"):
-            return _wrapping_floor_sql(column_sql, self.width, 32 if name == "int" else 64)
-        if name == "decimal":
-            assert isinstance(source, DecimalType)
-            if source.precision >= 38 and source.scale > 6:
-                raise ValueError(f"truncate on {source} cannot be computed exactly in Spark SQL")
-            step = format(decimal_from_unscaled(self.width, source.scale), "f")
-            floor = f"TRY_CAST({column_sql} - pmod({column_sql}, {step}BD) AS DECIMAL({source.precision},{source.scale}))"
-            return (f"CASE WHEN {column_sql} IS NULL THEN NULL ELSE coalesce({floor},"
-                    f" raise_error('{self} overflows {source}')) END")
-        return f"substring({column_sql}, 1, {self.width})"
-
     def to_human_string(self, value: Any, source: IcebergType | None = None) -> str:
-        return _human_value(value, source)
+        return human_value(value, source)
 
     @staticmethod
     def _step(values: tuple[Any, ...], source: IcebergType | None) -> Callable[[Any, int], Any]:
@@ -582,7 +335,7 @@ class Truncate(Transform):
 
     def _is_text(self, values: tuple[Any, ...], source: IcebergType | None) -> bool:
         if source is not None:
-            return _type_name(source) in ("string", "binary")
+            return source_type_name(source) in ("string", "binary")
         return bool(values) and isinstance(values[0], (str, bytes, bytearray, memoryview))
 
     def _inclusive(self, op: str, values: tuple[Any, ...], source: IcebergType | None) -> Projection | None:
@@ -626,7 +379,7 @@ class _TimeTransform(Transform):
     sources: ClassVar[frozenset[str]] = frozenset({"date", "timestamp", "timestamptz"})
 
     def can_transform(self, source: IcebergType) -> bool:
-        return _type_name(source) in self.sources
+        return source_type_name(source) in self.sources
 
     def result_type(self, source: IcebergType | None) -> IcebergType:
         return INT
@@ -634,7 +387,7 @@ class _TimeTransform(Transform):
     def _is_date(self, source: IcebergType | None) -> bool:
         if source is None:
             raise ValueError(f"{self} needs the source type to tell days (date) from µs (timestamp)")
-        return _type_name(self._check_source(source)) == "date"
+        return source_type_name(self.check_source(source)) == "date"
 
     def _from_days(self, days: int) -> int:
         raise NotImplementedError
@@ -668,14 +421,10 @@ class Year(_TimeTransform):
         return "year"
 
     def _from_days(self, days: int) -> int:
-        return civil_from_days(days)[0] - _EPOCH_YEAR
-
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        self._check_source(source)
-        return f"(year({_date_sql(column_sql, source)}) - {_EPOCH_YEAR})"
+        return civil_from_days(days)[0] - EPOCH_YEAR
 
     def to_human_string(self, value: Any, source: IcebergType | None = None) -> str:
-        return "null" if value is None else f"{_EPOCH_YEAR + value:04d}"
+        return "null" if value is None else f"{EPOCH_YEAR + value:04d}"
 
 
 @dataclass(frozen=True)
@@ -687,18 +436,13 @@ class Month(_TimeTransform):
 
     def _from_days(self, days: int) -> int:
         y, m, _ = civil_from_days(days)
-        return (y - _EPOCH_YEAR) * 12 + m - 1
-
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        self._check_source(source)
-        d = _date_sql(column_sql, source)
-        return f"((year({d}) - {_EPOCH_YEAR}) * 12 + month({d}) - 1)"
+        return (y - EPOCH_YEAR) * 12 + m - 1
 
     def to_human_string(self, value: Any, source: IcebergType | None = None) -> str:
         if value is None:
             return "null"
         y, m = divmod(value, 12)
-        return f"{_EPOCH_YEAR + y:04d}-{m + 1:02d}"
+        return f"{EPOCH_YEAR + y:04d}-{m + 1:02d}"
 
 
 @dataclass(frozen=True)
@@ -717,12 +461,8 @@ class Day(_TimeTransform):
     def _exact_on(self, source: IcebergType | None) -> bool:
         return self._is_date(source)
 
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        self._check_source(source)
-        return _days_sql(column_sql, source)
-
     def to_human_string(self, value: Any, source: IcebergType | None = None) -> str:
-        return "null" if value is None else _human_day(value)
+        return "null" if value is None else human_day(value)
 
 
 @dataclass(frozen=True)
@@ -736,22 +476,17 @@ class Hour(_TimeTransform):
 
     def _is_date(self, source: IcebergType | None) -> bool:
         if source is not None:
-            self._check_source(source)
+            self.check_source(source)
         return False
 
     def _from_micros(self, micros: int) -> int:
         return micros // MICROS_PER_HOUR
 
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        if _type_name(self._check_source(source)) == "timestamp":
-            return f"(unix_date(CAST({column_sql} AS DATE)) * 24 + hour({column_sql}))"
-        return _floor_div_sql(f"unix_micros({column_sql})", MICROS_PER_HOUR)
-
     def to_human_string(self, value: Any, source: IcebergType | None = None) -> str:
         if value is None:
             return "null"
         days, hour = divmod(value, 24)
-        return f"{_human_day(days)}-{hour:02d}"
+        return f"{human_day(days)}-{hour:02d}"
 
 
 @dataclass(frozen=True)
@@ -772,9 +507,6 @@ class Void(Transform):
 
     def apply(self, value: Any, source: IcebergType | None = None) -> Any:
         return None
-
-    def to_sql(self, column_sql: str, source: IcebergType) -> str:
-        return f"CAST(NULL AS {spark_internal_type(source)})"
 
     def to_human_string(self, value: Any, source: IcebergType | None = None) -> str:
         return "null"

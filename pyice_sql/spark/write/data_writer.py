@@ -42,6 +42,7 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.sort_order import DESC, NULLS_FIRST, UNSORTED, SortOrder
 from pyice_sql.spark.schema import FIELD_ID_KEY, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
+from pyice_sql.spark.write.partition_sql import transform_sql
 from pyice_sql.spark.write.stats import data_file_from_footer, top_level_leaves
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -166,7 +167,7 @@ def partition_folder_sql(spec: PartitionSpec, schema: Schema) -> list[tuple[str,
         path = schema.field_path(pf.source_id)
         if src is None or path is None:
             raise ValueError(f"partition field {pf.name} refers to a dropped column (id {pf.source_id})")
-        value_sql = pf.transform.to_sql(".".join(quote(p) for p in path), src.type)
+        value_sql = transform_sql(pf.transform, ".".join(quote(p) for p in path), src.type)
         result_type = pf.transform.result_type(src.type)
         name = pf.name if pf.name.lower() not in taken else pf.name + "_part"
         if result_type == it.BINARY or isinstance(result_type, it.FixedType):
@@ -293,7 +294,7 @@ def _sort_key(field, schema: Schema) -> Column:
     source = schema.find_field(field.source_id)
     if path is None or source is None:
         raise ValueError(f"sort field {field.transform} refers to a dropped column (id {field.source_id})")
-    col = F.expr(field.transform.to_sql(".".join(quote(p) for p in path), source.type))
+    col = F.expr(transform_sql(field.transform, ".".join(quote(p) for p in path), source.type))
     if field.direction == DESC:
         return col.desc_nulls_first() if field.null_order == NULLS_FIRST else col.desc_nulls_last()
     return col.asc_nulls_first() if field.null_order == NULLS_FIRST else col.asc_nulls_last()
