@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyice_sql.core.errors import UnsupportedError
-from pyice_sql.core.model.metadata import RESERVED_PROPERTIES, TableMetadata
+from pyice_sql.core.model.metadata import TableMetadata
+from pyice_sql.core.properties import RESERVED_PROPERTIES
 
 LAST_ADDED = -1  # set-current-schema / set-default-spec / set-default-sort-order: "the one just added"
 

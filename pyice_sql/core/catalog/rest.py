@@ -28,7 +28,8 @@ from pyice_sql.core.errors import (
     NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, PyIceError, TableAlreadyExistsError,
     UnsupportedError,
 )
-from pyice_sql.core.model.metadata import FORMAT_VERSION_PROPERTY, TableMetadata
+from pyice_sql.core.model.metadata import TableMetadata
+from pyice_sql.core.properties import FORMAT_VERSION
 
 # Endpoints a server supports when its config names none (the spec's default list).
 _DEFAULT_ENDPOINTS = frozenset({
@@ -147,7 +148,7 @@ class RestCatalog:
         body: dict[str, Any] = {
             "name": ident.name, "schema": metadata.schema().to_json(), "partition-spec": metadata.spec().to_json(),
             "write-order": metadata.sort_order().to_json(), "stage-create": False,
-            "properties": {**metadata.properties, FORMAT_VERSION_PROPERTY: str(metadata.format_version)}}
+            "properties": {**metadata.properties, FORMAT_VERSION: str(metadata.format_version)}}
         if metadata.location != self.default_location(ident):
             body["location"] = metadata.location
         path = f"{self._ns_path(ident.namespace)}/tables"

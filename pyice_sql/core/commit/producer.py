@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.format.manifests import ManifestWriter, read_entries, read_manifest_list
 from pyice_sql.core.errors import CommitConflictError, CommitStateUnknownError, ValidationError
@@ -82,7 +83,8 @@ def snapshots_since(metadata: TableMetadata, start_id: int | None, branch: str =
 
 def publish_metadata(table: Table, new_metadata: TableMetadata) -> Table:
     """Record the previous metadata file in the metadata log, then compare-and-swap."""
-    max_entries = int(new_metadata.property("write.metadata.previous-versions-max", "100"))
+    max_entries = int(new_metadata.property(props.METADATA_PREVIOUS_VERSIONS_MAX,
+                                            str(props.METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT)))
     logged = new_metadata.with_metadata_log(table.metadata_location, table.metadata.last_updated_ms, max_entries)
     return table.catalog.commit(table, logged)
 
@@ -110,10 +112,11 @@ class _Retries:
 
     def __init__(self, metadata: TableMetadata) -> None:
         p = metadata.property
-        self.limit = int(p("commit.retry.num-retries", "4"))
-        self.min_wait = int(p("commit.retry.min-wait-ms", "100")) / 1000
-        self.max_wait = int(p("commit.retry.max-wait-ms", "60000")) / 1000
-        self.deadline = time.monotonic() + int(p("commit.retry.total-timeout-ms", "1800000")) / 1000
+        self.limit = int(p(props.COMMIT_NUM_RETRIES, str(props.COMMIT_NUM_RETRIES_DEFAULT)))
+        self.min_wait = int(p(props.COMMIT_MIN_RETRY_WAIT_MS, str(props.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT))) / 1000
+        self.max_wait = int(p(props.COMMIT_MAX_RETRY_WAIT_MS, str(props.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT))) / 1000
+        total = int(p(props.COMMIT_TOTAL_RETRY_TIME_MS, str(props.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT)))
+        self.deadline = time.monotonic() + total / 1000
         self.attempt = 0
 
     def wait(self) -> bool:

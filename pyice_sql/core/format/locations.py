@@ -22,6 +22,7 @@ from typing import Any
 
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.core import properties as props
 from pyice_sql.core.model.hashing import murmur3_32
 
 _URL_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-*_")
@@ -52,10 +53,10 @@ def partition_to_path(spec: PartitionSpec, schema: Schema, partition: tuple[Any,
 
 def data_location(table_location: str, properties: dict[str, str]) -> str:
     """The folder new files go under (before partition and object-storage parts)."""
-    keys = ["write.data.path"]
+    keys = [props.WRITE_DATA_LOCATION]
     if _object_storage(properties):
-        keys.append("write.object-storage.path")
-    keys.append("write.folder-storage.path")
+        keys.append(props.OBJECT_STORE_PATH)
+    keys.append(props.WRITE_FOLDER_STORAGE_LOCATION)
     for key in keys:
         if properties.get(key):
             return properties[key].rstrip("/")
@@ -78,7 +79,8 @@ def new_file_location(table_location: str, properties: dict[str, str], partition
     base = data_location(table_location, properties)
     if not _object_storage(properties):
         return f"{base}/{partition_path}/{name}" if partition_path else f"{base}/{name}"
-    with_partition = properties.get("write.object-storage.partitioned-paths", "true").lower() != "false"
+    with_partition = properties.get(props.WRITE_OBJECT_STORE_PARTITIONED_PATHS,
+                                    str(props.WRITE_OBJECT_STORE_PARTITIONED_PATHS_DEFAULT)).lower() != "false"
     relative = f"{partition_path}/{name}" if partition_path and with_partition else name
     entropy = _hash_dirs(relative)
     table = table_location.rstrip("/")
@@ -89,7 +91,7 @@ def new_file_location(table_location: str, properties: dict[str, str], partition
 
 
 def _object_storage(properties: dict[str, str]) -> bool:
-    return properties.get("write.object-storage.enabled", "false").lower() == "true"
+    return properties.get(props.OBJECT_STORE_ENABLED, str(props.OBJECT_STORE_ENABLED_DEFAULT)).lower() == "true"
 
 
 def _hash_dirs(text: str) -> str:

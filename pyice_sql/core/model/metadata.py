@@ -11,25 +11,21 @@ import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
+from pyice_sql.core.model.fresh_ids import assign_fresh_ids
 from pyice_sql.core.model.partitioning import (
     PARTITION_DATA_ID_START, UNPARTITIONED_LAST_ID, PartitionField, PartitionSpec,
 )
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.snapshots import BRANCH, MAIN_BRANCH, Snapshot, SnapshotRef
 from pyice_sql.core.model.sort_order import INITIAL_SORT_ORDER_ID, UNSORTED, SortField, SortOrder
-from pyice_sql.core.model.types import IcebergType, ListType, MapType, NestedField, StructType, walk_fields
+from pyice_sql.core.model.types import walk_fields
+from pyice_sql.core.properties import (
+    FORMAT_VERSION, METADATA_PREVIOUS_VERSIONS_MAX, METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT, RESERVED_PROPERTIES,
+)
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2)
-FORMAT_VERSION_PROPERTY = "format-version"
-# Properties that describe the table rather than configure it: never stored in the map.
-RESERVED_PROPERTIES = frozenset({
-    "format-version", "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
-    "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec", "default-sort-order",
-})
-METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
-METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = 100
 # Java tolerates this much clock skew between log entries written from different machines.
 _CLOCK_SKEW_MS = 60_000
 
@@ -417,7 +413,7 @@ class TableMetadata:
             counter[0] += 1
             return counter[0]
 
-        fresh = Schema(_fresh_fields(schema.fields, next_id), 0)
+        fresh = Schema(assign_fresh_ids(schema.fields, next_id), 0)
         id_map = {old.field_id: new.field_id
                   for (_, old), (_, new) in zip(walk_fields(schema.struct), walk_fields(fresh.struct))}
         fresh = Schema(fresh.fields, 0, tuple(id_map[i] for i in schema.identifier_field_ids))
@@ -557,8 +553,8 @@ def new_table_metadata(
     is not stored.
     """
     props = dict(properties or {})
-    if FORMAT_VERSION_PROPERTY in props:
-        format_version = int(props[FORMAT_VERSION_PROPERTY])
+    if FORMAT_VERSION in props:
+        format_version = int(props[FORMAT_VERSION])
     if format_version not in SUPPORTED_FORMAT_VERSIONS:
         raise ValueError(f"unsupported Iceberg format version {format_version}")
     for key, value in props.items():
@@ -570,7 +566,7 @@ def new_table_metadata(
         counter[0] += 1
         return counter[0]
 
-    fresh = Schema(_fresh_fields(schema.fields, next_id), 0)
+    fresh = Schema(assign_fresh_ids(schema.fields, next_id), 0)
     id_map = {old.field_id: new.field_id for (_, old), (_, new) in zip(walk_fields(schema.struct), walk_fields(fresh.struct))}
 
     def remap(source_id: int, what: str) -> int:
@@ -602,31 +598,3 @@ def new_table_metadata(
         default_sort_order_id=fresh_order.order_id,
         properties={k: v for k, v in props.items() if k not in RESERVED_PROPERTIES},
     )
-
-
-IdAssigner = Callable[[tuple[str, ...]], int]
-
-
-def _fresh_fields(fields: tuple[NestedField, ...], next_id: IdAssigner,
-                  path: tuple[str, ...] = ()) -> tuple[NestedField, ...]:
-    """Give a struct's own fields ids first, then descend into each field's type in order.
-
-    `next_id` gets each field's name path (list elements and map keys/values as `element`,
-    `key`, `value`), so a replacement can keep the ids of columns it shares with the old schema.
-    """
-    ids = [next_id(path + (f.name,)) for f in fields]
-    return tuple(dataclasses.replace(f, field_id=i, type=_fresh_type(f.type, next_id, path + (f.name,)))
-                 for f, i in zip(fields, ids))
-
-
-def _fresh_type(t: IcebergType, next_id: IdAssigner, path: tuple[str, ...]) -> IcebergType:
-    if isinstance(t, StructType):
-        return StructType(_fresh_fields(t.fields, next_id, path))
-    if isinstance(t, ListType):
-        element_id = next_id(path + ("element",))
-        return ListType(element_id, _fresh_type(t.element, next_id, path + ("element",)), t.element_required)
-    if isinstance(t, MapType):
-        key_id, value_id = next_id(path + ("key",)), next_id(path + ("value",))
-        return MapType(key_id, _fresh_type(t.key, next_id, path + ("key",)), value_id,
-                       _fresh_type(t.value, next_id, path + ("value",)), t.value_required)
-    return t
