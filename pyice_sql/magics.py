@@ -87,7 +87,7 @@ class PyiceMagics(Magics):
     def session(self):
         from pyspark.sql import SparkSession
 
-        from pyice_sql import connect
+        from pyice_sql.spark.session import connect
         from pyice_sql.spark_hook import installed
 
         spark = SparkSession.getActiveSession()

@@ -52,7 +52,7 @@ from pyice_sql.spark.schema import schema_to_spark, to_spark_type
 from pyice_sql.core.sql import parser, statements as st, write_order
 from pyice_sql.core.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote
-from pyice_sql.spark.write.operations import append, overwrite, replace_table
+from pyice_sql.spark.operations import append, overwrite, replace_table
 
 _view_ids = itertools.count()
 

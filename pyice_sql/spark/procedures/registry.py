@@ -8,13 +8,15 @@ are all positional or all named, names are case-insensitive, unknown or missing 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from pyice_sql.core.catalog.base import Table, TableIdentifier
 from pyice_sql.core.errors import AnalysisError, SqlPosition
 
 if TYPE_CHECKING:
-    from pyice_sql.spark.session import IceSession
+    from pyspark.sql import SparkSession
+
+    from pyice_sql.spark.runtime import Runtime
 
 _MISSING = object()
 
@@ -26,20 +28,30 @@ class Parameter:
     default: Any = None
 
 
+class ProcedureSession(Protocol):
+    """The part of a session procedures use (IceSession is one), so they never depend on the session class."""
+
+    spark: SparkSession
+    runtime: Runtime
+    current_namespace: tuple[str, ...]
+
+    def load(self, catalog: str, ident: TableIdentifier) -> Table: ...
+
+
 @dataclass(frozen=True)
 class ProcedureContext:
     """What a procedure may use: the session, and the catalog named in the CALL."""
 
-    session: "IceSession"
+    session: ProcedureSession
     catalog: str
     position: SqlPosition | None = None
 
     @property
-    def spark(self):
+    def spark(self) -> SparkSession:
         return self.session.spark
 
     @property
-    def runtime(self):
+    def runtime(self) -> Runtime:
         return self.session.runtime
 
     def load_table(self, name: str) -> Table:

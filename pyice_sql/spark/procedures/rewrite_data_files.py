@@ -36,7 +36,7 @@ from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_tasks
 from pyice_sql.spark.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from pyice_sql.spark.write.operations import commit_or_clean
+from pyice_sql.spark.operations import commit_or_clean
 
 NAME = "rewrite_data_files"
 _IGNORED = ("max-concurrent-file-group-rewrites", "partial-progress.max-commits",

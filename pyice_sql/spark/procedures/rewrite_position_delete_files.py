@@ -26,7 +26,7 @@ from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, pro
 from pyice_sql.core.scan.planner import plan_files
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.write.delete_writer import write_position_deletes
-from pyice_sql.spark.write.operations import commit_or_clean
+from pyice_sql.spark.operations import commit_or_clean
 
 NAME = "rewrite_position_delete_files"
 DELETE_TARGET_DEFAULT = 64 * 1024 * 1024

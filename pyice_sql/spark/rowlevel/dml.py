@@ -49,7 +49,7 @@ from pyice_sql.spark.schema import schema_to_spark
 from pyice_sql.core.sql import statements as st
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote, write_data_files
 from pyice_sql.spark.write.delete_writer import write_position_deletes
-from pyice_sql.spark.write.operations import commit_or_clean
+from pyice_sql.spark.operations import commit_or_clean
 
 MAX_SOURCE_KEY_VALUES = 1000
 _views = itertools.count()
