@@ -13,7 +13,7 @@ import dataclasses
 import fnmatch
 import itertools
 import os
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
@@ -28,7 +28,7 @@ from pyice_sql.core.catalog.base import Catalog, Table, TableIdentifier
 from pyice_sql.core.catalog.hadoop import HadoopCatalog
 from pyice_sql.core.catalog.rest import RestCatalog
 from pyice_sql.core.catalog.sql import SqlCatalog
-from pyice_sql.core.commit.producer import publish_metadata
+from pyice_sql.core.commit.producer import update_metadata
 from pyice_sql.spark.rowlevel.dml import RowLevelExecutor, result_frame
 from pyice_sql.core.plan.defaults import values_with_defaults
 from pyice_sql.core.plan.explain import explain_text
@@ -41,6 +41,7 @@ from pyice_sql.core.expr.from_sql import target_columns, to_predicate
 from pyice_sql.core.format.fileio import is_local, local_path
 from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, eq
 from pyice_sql.core.model.conversions import to_internal
+from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.spark.progress import Progress
 from pyice_sql.spark.runtime import Runtime, local_session
@@ -348,9 +349,10 @@ class IceSession:
             if not stmt.if_exists:
                 raise
 
-    def _alter(self, ref: st.TableRef, change) -> None:
-        table = self.load_ref(ref)
-        publish_metadata(table, change(table.metadata))
+    def _alter(self, ref: st.TableRef, change: Callable[[TableMetadata], TableMetadata]) -> None:
+        """Commit a metadata-only change the one way refs and procedures do: re-applied to the latest
+        metadata when another writer won the race, within `commit.retry.*`."""
+        update_metadata(self.load_ref(ref), change)
 
     def _do_AlterTableAddColumns(self, stmt: st.AlterTableAddColumns) -> None:
         self._alter(stmt.table, lambda md: ddl.add_columns(md, stmt.columns))
