@@ -23,11 +23,7 @@ from pyice_sql.core.model.conversions import from_bytes
 from pyice_sql.core.model.manifest import DataFile, FieldSummary, ManifestFile
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.model.types import IcebergType, PrimitiveType
-
-
-def _is_floating(t: IcebergType) -> bool:
-    return isinstance(t, PrimitiveType) and t.name in ("float", "double")
+from pyice_sql.core.model.types import IcebergType, is_floating
 
 
 def _decode(t: IcebergType, raw: bytes | None) -> Any:
@@ -119,7 +115,7 @@ class _FileStats:
 
     def nans(self, p: BoundPredicate) -> int | None:
         """NaN count; 0 for types that cannot hold NaN."""
-        return self._get(self.f.nan_value_counts, p.field_id) if _is_floating(p.type) else 0
+        return self._get(self.f.nan_value_counts, p.field_id) if is_floating(p.type) else 0
 
     def only_missing(self, p: BoundPredicate) -> bool:
         """Every value is null or NaN (so no ordinary comparison can hold)."""
@@ -243,7 +239,7 @@ class ManifestEvaluator:
         op = p.op
         # Writers omit both bounds exactly when no value is neither null nor NaN.
         no_values = s.lower_bound is None and s.upper_bound is None
-        all_null = s.contains_null and no_values and (not _is_floating(p.type) or s.contains_nan is False)
+        all_null = s.contains_null and no_values and (not is_floating(p.type) or s.contains_nan is False)
         if op == Op.IS_NULL:
             return s.contains_null
         if op == Op.NOT_NULL:

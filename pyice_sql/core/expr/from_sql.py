@@ -34,7 +34,7 @@ from pyice_sql.core.expr.predicates import (
 )
 from pyice_sql.core.model.conversions import decimal_unscaled, to_internal
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.model.types import IcebergType, NestedField, PrimitiveType
+from pyice_sql.core.model.types import IcebergType, NestedField, PrimitiveType, is_floating
 
 Mode = Literal["inclusive", "strict"]
 TargetColumn = Callable[[exp.Expression], "str | None"]
@@ -230,7 +230,7 @@ class _Translator:
         pred = Predicate(op, ref, (lit,))
         if op == Op.NOT_EQ:
             return And(Predicate(Op.NOT_NULL, ref), pred)
-        if op in (Op.GT, Op.GT_EQ) and _is_floating(field.type):
+        if op in (Op.GT, Op.GT_EQ) and is_floating(field.type):
             return Or(pred, Predicate(Op.IS_NAN, ref))
         return pred
 
@@ -281,10 +281,6 @@ class _Translator:
 
 
 # --- literals ------------------------------------------------------------------------------------
-
-
-def _is_floating(t: IcebergType) -> bool:
-    return isinstance(t, PrimitiveType) and t.name in ("float", "double")
 
 
 def _number(text: str) -> int | Decimal | float:

@@ -23,9 +23,9 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from pyice_sql.core.model.conversions import to_python
+from pyice_sql.core.model.conversions import INT_RANGE, LONG_RANGE, to_python
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, PrimitiveType, is_primitive
+from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, PrimitiveType, is_floating, is_primitive
 
 
 class Op(str, Enum):
@@ -279,7 +279,7 @@ class BoundPredicate(Expression):
             return flipped
         # NOT (x < 5) also holds for null (and NaN) x, which x >= 5 does not.
         missing: Expression = BoundPredicate(Op.IS_NULL, self.field_id, self.type, self.name)
-        if _is_floating(self.type):
+        if is_floating(self.type):
             missing = Or(missing, BoundPredicate(Op.IS_NAN, self.field_id, self.type, self.name))
         return Or(flipped, missing)
 
@@ -386,12 +386,6 @@ def not_starts_with(name: str, prefix: str) -> Predicate:
 
 # --- binding -------------------------------------------------------------------------------------
 
-_INT_LIMITS = {"int": (-(2**31), 2**31 - 1), "date": (-(2**31), 2**31 - 1)}
-_LONG_LIMITS = (-(2**63), 2**63 - 1)
-
-
-def _is_floating(t: IcebergType) -> bool:
-    return isinstance(t, PrimitiveType) and t.name in ("float", "double")
 
 
 def _bind_literal(t: IcebergType, v: Any, pred: Predicate) -> Any:
@@ -423,7 +417,7 @@ def _bind_literal(t: IcebergType, v: Any, pred: Predicate) -> Any:
             return float(v)
     elif name in ("int", "long", "date", "time", "timestamp", "timestamptz"):
         if isinstance(v, int) and not isinstance(v, bool):
-            lo, hi = _INT_LIMITS.get(name, _LONG_LIMITS)
+            lo, hi = INT_RANGE if name in ("int", "date") else LONG_RANGE
             if not lo <= v <= hi:
                 raise bad("is out of range")
             return v
@@ -448,7 +442,7 @@ def _bind_predicate(pred: Predicate, schema: Schema, case_sensitive: bool) -> Ex
     if not is_primitive(t):
         raise ValueError(f"cannot bind {pred}: column {pred.ref.name!r} has non-primitive type {t}")
     op = pred.op
-    if op in (Op.IS_NAN, Op.NOT_NAN) and not _is_floating(t):
+    if op in (Op.IS_NAN, Op.NOT_NAN) and not is_floating(t):
         raise ValueError(f"cannot bind {pred}: {op} needs a float or double column, not {t}")
     if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH) and t != PrimitiveType("string"):
         raise ValueError(f"cannot bind {pred}: {op} needs a string column, not {t}")

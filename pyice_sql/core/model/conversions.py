@@ -31,7 +31,7 @@ import uuid
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, PrimitiveType
+from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, PrimitiveType, type_kind
 
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH_NAIVE = dt.datetime(1970, 1, 1)
@@ -39,21 +39,18 @@ EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 MICROS_PER_SECOND = 1_000_000
 MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
 
-_INT_RANGE = (-(2**31), 2**31 - 1)
-_LONG_RANGE = (-(2**63), 2**63 - 1)
+INT_RANGE = (-(2**31), 2**31 - 1)
+LONG_RANGE = (-(2**63), 2**63 - 1)
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = (0xD800, 0xDFFF)
 
 
 def _name(t: IcebergType) -> str:
     """The primitive name used to dispatch ("decimal"/"fixed" for the parameterised types)."""
-    if isinstance(t, PrimitiveType):
-        return t.name
-    if isinstance(t, DecimalType):
-        return "decimal"
-    if isinstance(t, FixedType):
-        return "fixed"
-    raise TypeError(f"no single-value form for nested type {t}")
+    kind = type_kind(t)
+    if kind == "nested":
+        raise TypeError(f"no single-value form for nested type {t}")
+    return kind
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,7 +206,7 @@ def to_internal(t: IcebergType, v: Any) -> Any:
             return bool(v)
     elif name in ("int", "long"):
         if isinstance(v, (int, str)) and not isinstance(v, bool):
-            return _check_range(int(v), _INT_RANGE if name == "int" else _LONG_RANGE, name)
+            return _check_range(int(v), INT_RANGE if name == "int" else LONG_RANGE, name)
     elif name in ("float", "double"):
         if isinstance(v, (int, float, str, Decimal)) and not isinstance(v, bool):
             return _float32(float(v)) if name == "float" else float(v)
@@ -221,7 +218,7 @@ def to_internal(t: IcebergType, v: Any) -> Any:
         if isinstance(v, dt.date):
             return (v - EPOCH_DATE).days
         if isinstance(v, int) and not isinstance(v, bool):
-            return _check_range(v, _INT_RANGE, "date")
+            return _check_range(v, INT_RANGE, "date")
     elif name == "time":
         if isinstance(v, str):
             v = dt.time.fromisoformat(v.strip())
@@ -241,7 +238,7 @@ def to_internal(t: IcebergType, v: Any) -> Any:
         if isinstance(v, dt.date):
             return (v - EPOCH_DATE).days * MICROS_PER_DAY
         if isinstance(v, int) and not isinstance(v, bool):
-            return _check_range(v, _LONG_RANGE, name)
+            return _check_range(v, LONG_RANGE, name)
     elif name == "string":
         if isinstance(v, str):
             return v

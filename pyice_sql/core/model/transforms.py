@@ -28,7 +28,7 @@ from pyice_sql.core.model.calendar import EPOCH_YEAR, civil_from_days, human_day
 from pyice_sql.core.model.conversions import MICROS_PER_DAY, decimal_from_unscaled, decimal_scale, decimal_unscaled
 from pyice_sql.core.model.hashing import bucket_bytes, murmur3_32
 from pyice_sql.core.model.types import (
-    DATE, INT, DecimalType, FixedType, IcebergType, PrimitiveType, is_primitive,
+    DATE, INT, DecimalType, IcebergType, is_primitive, type_kind,
 )
 
 UNARY_OPS = frozenset({"is_null", "not_null", "is_nan", "not_nan"})
@@ -42,17 +42,6 @@ _SYMBOL_TO_WORD = {v: k for k, v in _WORD_TO_SYMBOL.items()}
 Projection = tuple[str, tuple[Any, ...]]
 
 MICROS_PER_HOUR = 3_600_000_000
-
-
-def source_type_name(t: IcebergType | None) -> str:
-    """The type's kind as transforms dispatch on it: a primitive's name, `decimal`, `fixed` or `nested`."""
-    if isinstance(t, PrimitiveType):
-        return t.name
-    if isinstance(t, DecimalType):
-        return "decimal"
-    if isinstance(t, FixedType):
-        return "fixed"
-    return "nested"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,7 +247,7 @@ class Bucket(Transform):
         return f"bucket[{self.num_buckets}]"
 
     def can_transform(self, source: IcebergType) -> bool:
-        return source_type_name(source) in _BUCKET_SOURCES
+        return type_kind(source) in _BUCKET_SOURCES
 
     def result_type(self, source: IcebergType | None) -> IcebergType:
         return INT
@@ -296,7 +285,7 @@ class Truncate(Transform):
         return f"truncate[{self.width}]"
 
     def can_transform(self, source: IcebergType) -> bool:
-        return source_type_name(source) in _TRUNCATE_SOURCES
+        return type_kind(source) in _TRUNCATE_SOURCES
 
     def result_type(self, source: IcebergType | None) -> IcebergType:
         if source is None:
@@ -310,7 +299,7 @@ class Truncate(Transform):
         if isinstance(value, bool) or isinstance(value, float):
             raise TypeError(f"cannot truncate a {type(value).__name__} value")
         if isinstance(value, int):
-            bits = {"int": 32, "long": 64}.get(source_type_name(source))
+            bits = {"int": 32, "long": 64}.get(type_kind(source))
             out = value - value % self.width
             # Java computes in int/long arithmetic, so values near the minimum wrap around
             return out if bits is None else (out + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
@@ -335,7 +324,7 @@ class Truncate(Transform):
 
     def _is_text(self, values: tuple[Any, ...], source: IcebergType | None) -> bool:
         if source is not None:
-            return source_type_name(source) in ("string", "binary")
+            return type_kind(source) in ("string", "binary")
         return bool(values) and isinstance(values[0], (str, bytes, bytearray, memoryview))
 
     def _inclusive(self, op: str, values: tuple[Any, ...], source: IcebergType | None) -> Projection | None:
@@ -379,7 +368,7 @@ class _TimeTransform(Transform):
     sources: ClassVar[frozenset[str]] = frozenset({"date", "timestamp", "timestamptz"})
 
     def can_transform(self, source: IcebergType) -> bool:
-        return source_type_name(source) in self.sources
+        return type_kind(source) in self.sources
 
     def result_type(self, source: IcebergType | None) -> IcebergType:
         return INT
@@ -387,7 +376,7 @@ class _TimeTransform(Transform):
     def _is_date(self, source: IcebergType | None) -> bool:
         if source is None:
             raise ValueError(f"{self} needs the source type to tell days (date) from µs (timestamp)")
-        return source_type_name(self.check_source(source)) == "date"
+        return type_kind(self.check_source(source)) == "date"
 
     def _from_days(self, days: int) -> int:
         raise NotImplementedError

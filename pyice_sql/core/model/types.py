@@ -219,6 +219,22 @@ def is_primitive(t: IcebergType) -> bool:
     return isinstance(t, (PrimitiveType, DecimalType, FixedType))
 
 
+def is_floating(t: IcebergType) -> bool:
+    """float or double: the types with NaN, which comparisons and metrics treat apart."""
+    return isinstance(t, PrimitiveType) and t.name in ("float", "double")
+
+
+def type_kind(t: IcebergType | None) -> str:
+    """What per-type code dispatches on: a primitive's name, `decimal`, `fixed`, or `nested`."""
+    if isinstance(t, PrimitiveType):
+        return t.name
+    if isinstance(t, DecimalType):
+        return "decimal"
+    if isinstance(t, FixedType):
+        return "fixed"
+    return "nested"
+
+
 def can_promote(old: IcebergType, new: IcebergType) -> bool:
     """The v2 type widenings ALTER COLUMN TYPE may apply without rewriting data."""
     if old == new:

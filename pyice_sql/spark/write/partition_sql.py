@@ -13,9 +13,9 @@ from typing import Callable
 from pyice_sql.core.model.calendar import EPOCH_YEAR
 from pyice_sql.core.model.conversions import MICROS_PER_DAY, decimal_from_unscaled
 from pyice_sql.core.model.transforms import (
-    MICROS_PER_HOUR, Bucket, Day, Hour, Identity, Month, Transform, Truncate, Void, Year, source_type_name,
+    MICROS_PER_HOUR, Bucket, Day, Hour, Identity, Month, Transform, Truncate, Void, Year,
 )
-from pyice_sql.core.model.types import DecimalType, IcebergType
+from pyice_sql.core.model.types import DecimalType, IcebergType, type_kind
 
 
 def transform_sql(transform: Transform, column_sql: str, source: IcebergType) -> str:
@@ -31,7 +31,7 @@ def spark_internal_type(t: IcebergType) -> str:
              "date": "INT", "time": "BIGINT", "timestamp": "BIGINT", "timestamptz": "BIGINT",
              "string": "STRING", "uuid": "STRING", "fixed": "BINARY", "binary": "BINARY"}
     try:
-        return names[source_type_name(t)]
+        return names[type_kind(t)]
     except KeyError:
         raise ValueError(f"no Spark representation for partition source type {t}") from None
 
@@ -45,7 +45,7 @@ def _ntz_micros_sql(col: str) -> str:
 
 def _micros_sql(col: str, source: IcebergType) -> str:
     """Spark `timestamp` holds Iceberg timestamptz (an instant); `timestamp_ntz` holds `timestamp`."""
-    return f"unix_micros({col})" if source_type_name(source) == "timestamptz" else _ntz_micros_sql(col)
+    return f"unix_micros({col})" if type_kind(source) == "timestamptz" else _ntz_micros_sql(col)
 
 
 def _floor_div_sql(expr: str, divisor: int) -> str:
@@ -65,7 +65,7 @@ def _wrapping_floor_sql(col: str, width: int, bits: int) -> str:
 
 
 def _days_sql(col: str, source: IcebergType) -> str:
-    name = source_type_name(source)
+    name = type_kind(source)
     if name == "date":
         return f"unix_date({col})"
     if name == "timestamp":
@@ -75,7 +75,7 @@ def _days_sql(col: str, source: IcebergType) -> str:
 
 def _date_sql(col: str, source: IcebergType) -> str:
     """A DATE expression for the UTC (or wall-clock) calendar day, safe for year()/month()."""
-    name = source_type_name(source)
+    name = type_kind(source)
     if name == "date":
         return col
     if name == "timestamp":
@@ -84,7 +84,7 @@ def _date_sql(col: str, source: IcebergType) -> str:
 
 
 def _identity_sql(transform: Identity, column_sql: str, source: IcebergType) -> str:
-    name = source_type_name(transform.check_source(source))
+    name = type_kind(transform.check_source(source))
     if name == "date":
         return f"unix_date({column_sql})"
     if name in ("timestamp", "timestamptz"):
@@ -98,7 +98,7 @@ def _bucket_sql(transform: Bucket, column_sql: str, source: IcebergType) -> str:
     A uuid column (a Spark string) is passed as its 16 big-endian bytes, which is what
     Iceberg hashes, rather than as text.
     """
-    name = source_type_name(transform.check_source(source))
+    name = type_kind(transform.check_source(source))
     if name in ("int", "long", "time"):
         arg = f"CAST({column_sql} AS BIGINT)"
     elif name == "date":
@@ -120,7 +120,7 @@ def _truncate_sql(transform: Truncate, column_sql: str, source: IcebergType) -> 
     Raises ValueError for decimal(38, S>6): Spark would round the intermediate difference
     (precision 39 is reduced by dropping scale), giving a wrong partition value.
     """
-    name = source_type_name(transform.check_source(source))
+    name = type_kind(transform.check_source(source))
     if name in ("int", "long"):
         return _wrapping_floor_sql(column_sql, transform.width, 32 if name == "int" else 64)
     if name == "decimal":
@@ -151,7 +151,7 @@ def _day_sql(transform: Day, column_sql: str, source: IcebergType) -> str:
 
 
 def _hour_sql(transform: Hour, column_sql: str, source: IcebergType) -> str:
-    if source_type_name(transform.check_source(source)) == "timestamp":
+    if type_kind(transform.check_source(source)) == "timestamp":
         return f"(unix_date(CAST({column_sql} AS DATE)) * 24 + hour({column_sql}))"
     return _floor_div_sql(f"unix_micros({column_sql})", MICROS_PER_HOUR)
 
