@@ -448,3 +448,8 @@ class PyIceSpark(Spark):
 
     Parser = PyIceSparkParser
 DIALECT = PyIceSpark()  # the one dialect instance the parser and procedure arguments use
+
+
+def quote_identifier(name: str) -> str:
+    """`name` as one Spark SQL identifier: backquoted, inner backquotes doubled."""
+    return "`" + name.replace("`", "``") + "`"

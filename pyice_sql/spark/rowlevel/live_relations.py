@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from pyice_sql.core.errors import NoSuchTableError
 from pyice_sql.core.sql import statements as st
+from pyice_sql.core.sql.dialect import quote_identifier as _quote
 
 if TYPE_CHECKING:
     from pyice_sql.spark.session import IceSession
@@ -155,7 +156,3 @@ def _storage_level(jspark, df: DataFrame) -> StorageLevel | None:
         return None
     j = cached.get().cachedRepresentation().cacheBuilder().storageLevel()
     return StorageLevel(j.useDisk(), j.useMemory(), j.useOffHeap(), j.deserialized(), j.replication())
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

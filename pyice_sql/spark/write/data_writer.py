@@ -44,6 +44,7 @@ from pyice_sql.spark.schema import FIELD_ID_KEY, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
 from pyice_sql.spark.write.partition_sql import transform_sql
 from pyice_sql.spark.write.stats import data_file_from_footer, top_level_leaves
+from pyice_sql.core.sql.dialect import quote_identifier as quote
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
@@ -65,10 +66,6 @@ class WriteContext:
     bytes_per_row: float = DEFAULT_BYTES_PER_ROW
     specs: tuple[PartitionSpec, ...] = ()  # every spec of the table (delete files follow their data file's)
     sort_order: SortOrder = UNSORTED  # the table's write order: files are sorted by it and record its id
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def cast_to_schema(df: DataFrame, fields: tuple[it.NestedField, ...], with_ids: bool) -> list[Column]:

@@ -15,15 +15,12 @@ from sqlglot import exp
 
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.nodes import INSERT, MATCHED, NOT_MATCHED, UPDATE, RowLevelPlan
+from pyice_sql.core.sql.dialect import quote_identifier as _q
 
 TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
 OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
 MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair that satisfied ON
 KEEP = 0
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _sql(e: exp.Expression) -> str:

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, functions as F, types as T
 
 from pyice_sql.core.errors import AnalysisError, SqlPosition
 from pyice_sql.core.plan.nodes import RowLevelPlan
+from pyice_sql.core.sql.dialect import quote_identifier as _q
 
 _INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
 _lambda_ids = itertools.count()
@@ -45,10 +46,6 @@ def _narrows(src: T.DataType, dst: T.DataType) -> bool:
             return (src.precision - src.scale) > (dst.precision - dst.scale)
         return True
     return isinstance(dst, T.FloatType) and isinstance(src, (T.DoubleType, T.DecimalType))
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _shown(path: tuple[str, ...]) -> str:
