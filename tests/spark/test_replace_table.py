@@ -6,11 +6,13 @@ import json
 
 import pytest
 
+from pyice_sql.core.catalog.base import TableIdentifier
+
 pytestmark = pytest.mark.spark
 
 
 def metadata(ice, name):
-    table = ice.load("local", __import__("pyice_sql").catalog.base.TableIdentifier.parse(name))
+    table = ice.load("local", TableIdentifier.parse(name))
     return table.metadata
 
 
