@@ -71,7 +71,11 @@ _ARRAY_MAX = 4096
 _BITMAP_BYTES = 8192
 _ARRAY, _BITMAP, _RUN = "array", "bitmap", "run"
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
-_BITS_OF_BYTE = tuple(tuple(b for b in range(8) if byte >> b & 1) for byte in range(256))
+_BITMAP_VALUES = 1 << 16
+# A bitmap container goes to and from 65536 one-byte flags (value v set <=> flags[v] == 1) through
+# the integer's binary text, so the per-bit work runs in C rather than in a Python loop.
+_TEXT_TO_FLAGS = bytes.maketrans(b"01", b"\x00\x01")
+_FLAGS_TO_TEXT = bytes.maketrans(b"\x00\x01", b"01")
 
 
 class DeletionVectorError(CorruptTableError):
@@ -122,10 +126,9 @@ def deserialize_positions(blob: bytes, where: str) -> array:
                 end = start + extra
                 out.extend(range(base + start, base + end + 1))
         else:
-            for index, byte in enumerate(payload):
-                if byte:
-                    low = base + index * 8
-                    out.extend(low + bit for bit in _BITS_OF_BYTE[byte])
+            bits = format(int.from_bytes(payload, "little"), f"0{_BITMAP_VALUES}b")[::-1]
+            out.extend(itertools.compress(range(base, base + _BITMAP_VALUES),
+                                          bits.encode("ascii").translate(_TEXT_TO_FLAGS)))
     return out
 
 
@@ -198,10 +201,10 @@ def _container(lows: list[int]) -> tuple[str, bytes]:
         return _RUN, struct.pack("<H", len(starts)) + _le(pairs)
     if card <= _ARRAY_MAX:
         return _ARRAY, _le(array("H", lows))
-    bits = bytearray(_BITMAP_BYTES)
+    flags = bytearray(_BITMAP_VALUES)
     for v in lows:
-        bits[v >> 3] |= 1 << (v & 7)
-    return _BITMAP, bytes(bits)
+        flags[v] = 1
+    return _BITMAP, int(flags.translate(_FLAGS_TO_TEXT)[::-1], 2).to_bytes(_BITMAP_BYTES, "little")
 
 
 def _vector(blob: bytes, where: str) -> memoryview:
