@@ -166,7 +166,8 @@ def test_v3_metadata_as_java_writes_it(table):
         for e in entries:
             statuses.setdefault(e["status"], []).append(e)
             dv = e["data_file"]
-            assert (dv["content"], dv["file_format"], dv["first_row_id"], dv["sort_order_id"]) == (1, "PUFFIN", None, None)
+            assert (dv["content"], dv["file_format"], dv["first_row_id"], dv["sort_order_id"]) == \
+                (1, "PUFFIN", None, None)
             assert dv["file_path"].endswith("-deletes.puffin") and dv["referenced_data_file"].endswith(".parquet")
             assert dv["file_size_in_bytes"] == Path(dv["file_path"]).stat().st_size
             assert dv["lower_bounds"] is None and dv["value_counts"] is None

@@ -220,6 +220,14 @@ def test_cardinality_property_must_match():
         read_deletion_vectors(data, WHERE)
 
 
+def test_dv_blob_without_its_data_file_property():
+    blob, _ = dv_blob("a.parquet", [1])
+    data, _ = write_puffin([type(blob)(blob.type, blob.fields, blob.payload, {"cardinality": "1"})])
+    with pytest.raises(DeletionVectorError, match="lacks the 'referenced-data-file'") as info:
+        read_deletion_vectors(data, WHERE)
+    assert WHERE in str(info.value)
+
+
 def test_positions_out_of_range_are_refused():
     with pytest.raises(ValueError, match="outside"):
         serialize_positions([-1])

@@ -91,7 +91,8 @@ def serialize_positions(positions: Iterable[int]) -> bytes:
     ordered = sorted(set(positions))
     if ordered and (ordered[0] < 0 or ordered[-1] >> 32 > MAX_KEY):
         bad = ordered[0] if ordered[0] < 0 else ordered[-1]
-        raise ValueError(f"row position {bad} is outside what a deletion vector holds (0 .. {((MAX_KEY + 1) << 32) - 1})")
+        raise ValueError(f"row position {bad} is outside what a deletion vector holds "
+                         f"(0 .. {((MAX_KEY + 1) << 32) - 1})")
     by_key: dict[int, list[tuple[int, list[int]]]] = {}
     for high48, group in itertools.groupby(ordered, key=lambda p: p >> 16):
         by_key.setdefault(high48 >> 16, []).append((high48 & 0xFFFF, [p & 0xFFFF for p in group]))
