@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from pyice_sql.core.model.format_versions import READABLE_FORMAT_VERSIONS
 from pyice_sql.model.partitioning import (
     PARTITION_DATA_ID_START, UNPARTITIONED_LAST_ID, PartitionField, PartitionSpec,
 )
@@ -100,7 +101,7 @@ class TableMetadata:
     def from_json(cls, obj: Mapping[str, Any]) -> "TableMetadata":
         """Parse v1 or v2 metadata, filling v1's gaps the way Java and PyIceberg do."""
         version = int(obj["format-version"])
-        if version not in SUPPORTED_FORMAT_VERSIONS:
+        if version not in READABLE_FORMAT_VERSIONS:
             raise ValueError(f"unsupported Iceberg format version {version}")
         v1 = version == 1
 
@@ -208,7 +209,7 @@ class TableMetadata:
 
     def validate(self) -> None:
         """Raise ValueError on anything Java would reject when reading this metadata."""
-        if self.format_version not in SUPPORTED_FORMAT_VERSIONS:
+        if self.format_version not in READABLE_FORMAT_VERSIONS:
             raise ValueError(f"unsupported Iceberg format version {self.format_version}")
         if self.format_version > 1 and self.table_uuid is None:
             raise ValueError("table-uuid is required in format v2")
