@@ -7,6 +7,7 @@ session or the user handed theirs in.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -32,6 +33,9 @@ def local_session(app_name: str = "pyice_sql", quiet: bool = False) -> SparkSess
     progress bar is on unless `quiet`.
     """
     given = _submitted_conf()
+    # Python UDFs (deletion vectors are decoded in one) import pyice_sql in Spark's Python workers:
+    # locally they must run this interpreter, not whatever `python3` is first on the PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     defaults = {
         "spark.master": os.environ.get("PYICE_SPARK_MASTER", "local[2]"),

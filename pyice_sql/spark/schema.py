@@ -22,6 +22,7 @@ _PRIMITIVE_TO_SPARK = {
     "boolean": T.BooleanType(), "int": T.IntegerType(), "long": T.LongType(), "float": T.FloatType(),
     "double": T.DoubleType(), "date": T.DateType(), "timestamp": T.TimestampNTZType(),
     "timestamptz": T.TimestampType(), "string": T.StringType(), "binary": T.BinaryType(),
+    "unknown": T.NullType(),
 }
 
 

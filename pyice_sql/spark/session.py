@@ -106,6 +106,8 @@ class IceSession:
     def append(self, name: str, df: DataFrame) -> None:
         """Append a DataFrame (columns matched by name) to a pyice table."""
         table = self.load(*self._resolve_name(name))
+        from pyice_sql.core.model.format_versions import check_writable
+        check_writable(table.metadata.format_version, table.full_name)
         cols = {c.lower(): c for c in df.columns}
         missing = [f.name for f in table.metadata.schema().fields if f.name.lower() not in cols]
         extra = [c for c in df.columns if table.metadata.schema().find_field(c) is None]
@@ -143,8 +145,19 @@ class IceSession:
         handler = getattr(self, "_do_" + type(stmt).__name__, None)
         if handler is None:
             raise UnsupportedError(f"{type(stmt).__name__} is not supported yet")
+        self._refuse_unwritable(stmt)
         out = handler(stmt)
         return out if out is not None else self._ok()
+
+    def _refuse_unwritable(self, stmt: st.Statement) -> None:
+        """A statement that changes an existing table fails before it writes a file when pyice_sql
+        cannot write the table's format version (v3: see core.model.format_versions)."""
+        from pyice_sql.core.model.format_versions import check_writable
+        target = getattr(stmt, "target", None) or getattr(stmt, "table", None)
+        if target is None or isinstance(stmt, (st.Query, st.Describe, st.CreateTable, st.DropTable)):
+            return
+        table = self.load_ref(target)
+        check_writable(table.metadata.format_version, table.full_name, target.position)
 
     def _ok(self) -> DataFrame:
         return self.spark.createDataFrame([], "result string")
@@ -202,8 +215,8 @@ class IceSession:
                 views[ref] = self.relations.cached_name(ref)  # a cached table is read from its cache
                 if views[ref] is None:
                     views[ref] = name = f"__pyice_{next(_view_ids)}"
-                    self.scan_ref(ref, self._pushdown(query.expression, ref) if counts.get(ref) == 1 else None
-                                  ).createOrReplaceTempView(name)
+                    self.scan_ref(ref, self._pushdown(query.expression, ref) if counts.get(ref) == 1 else None,
+                                  lineage=_names_lineage(query)).createOrReplaceTempView(name)
                     own.append(name)
             sql = st.replace_tables(query.expression, lambda r: views[r]).sql(dialect="spark")
             return self.spark.sql(sql)
@@ -211,13 +224,13 @@ class IceSession:
             for name in own:
                 self.spark.catalog.dropTempView(name)
 
-    def scan_ref(self, ref: st.TableRef, row_filter: Expression | None = None) -> DataFrame:
+    def scan_ref(self, ref: st.TableRef, row_filter: Expression | None = None, lineage: bool = False) -> DataFrame:
         table = self.load_ref(ref)
         if ref.metadata_table:
             return metadata_table(self.spark, table, ref.metadata_table, ref.snapshot_id)
         travel = TimeTravel(ref.snapshot_id, ref.ref, ref.as_of_timestamp, ref.ref_kind)
         try:
-            df, self.last_plan = scan(self.spark, table, row_filter, travel)
+            df, self.last_plan = scan(self.spark, table, row_filter, travel, lineage=lineage)
         except AnalysisError as e:  # no such snapshot/ref: point at the table reference
             e.position = e.position or ref.position
             raise
@@ -506,6 +519,12 @@ class IceSession:
             overwrite(self.runtime, table, df, dynamic=False, static_filter=flt, branch=branch)
         else:
             overwrite(self.runtime, table, df, dynamic=True, branch=branch)
+
+
+def _names_lineage(query: st.Query) -> bool:
+    """Whether a query names a row-lineage metadata column (`_row_id`, ...): only then are they read."""
+    from pyice_sql.core.model.row_lineage import is_lineage_column
+    return any(is_lineage_column(c.name) for c in query.expression.find_all(st.exp.Column))
 
 
 def _like(value: str, pattern: str) -> bool:

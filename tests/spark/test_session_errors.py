@@ -108,10 +108,10 @@ def test_missing_manifest_is_named(ice, table, warehouse):
 
 def test_newer_format_version_is_refused_with_the_file(ice, table, warehouse):
     latest = metadata_files(warehouse)[-1]
-    text = open(latest).read().replace('"format-version": 2', '"format-version": 3', 1)
+    text = open(latest).read().replace('"format-version": 2', '"format-version": 4', 1)
     with open(latest, "w") as f:
         f.write(text)
-    with pytest.raises(CorruptTableError, match="format-version 3"):
+    with pytest.raises(CorruptTableError, match="format-version 4"):
         ice.sql("SELECT * FROM local.db.t")
 
 

@@ -313,7 +313,7 @@ def test_to_json_uses_java_key_order_and_strips_reserved_properties() -> None:
     ({"last-sequence-number": 33}, "sequence number"),
     ({"current-schema-id": 5}, "current schema"),
     ({"table-uuid": None}, "table-uuid"),
-    ({"format-version": 3}, "format version"),
+    ({"format-version": 4}, "format version"),
     ({"last-updated-ms": 1515100955770 - 3_600_000}, "last-updated-ms"),
     ({"properties": {"n": 1}}, "string"),
 ])

@@ -81,9 +81,10 @@ def read_metadata_file(io: FileIO, path: str) -> TableMetadata:
     except ValueError as e:
         raise CorruptTableError(f"metadata file is not valid JSON: {path} ({e})") from e
     version = obj.get("format-version") if isinstance(obj, dict) else None
-    if version not in (1, 2):
+    from pyice_sql.core.model.format_versions import READABLE_FORMAT_VERSIONS
+    if version not in READABLE_FORMAT_VERSIONS:
         raise CorruptTableError(f"metadata file {path} has format-version {version!r}; "
-                                "this engine reads versions 1 and 2")
+                                "this engine reads versions 1 to 3")
     try:
         return TableMetadata.from_json(obj)
     except (ValueError, KeyError, TypeError) as e:

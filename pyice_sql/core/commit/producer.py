@@ -83,6 +83,9 @@ def snapshots_since(metadata: TableMetadata, start_id: int | None, branch: str =
 
 def publish_metadata(table: Table, new_metadata: TableMetadata) -> Table:
     """Record the previous metadata file in the metadata log, then compare-and-swap."""
+    from pyice_sql.core.model.format_versions import check_writable
+    check_writable(max(table.metadata.format_version, new_metadata.format_version),  # the last guard of
+                   table.full_name)  # every commit
     max_entries = int(new_metadata.property(props.METADATA_PREVIOUS_VERSIONS_MAX,
                                             str(props.METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT)))
     logged = new_metadata.with_metadata_log(table.metadata_location, table.metadata.last_updated_ms, max_entries)

@@ -1,0 +1,1 @@
+"""Iceberg file formats implemented in pure Python (Puffin, deletion vectors)."""

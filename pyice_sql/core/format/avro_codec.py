@@ -365,7 +365,9 @@ def read_manifest(data: bytes, manifest: ManifestFile) -> list[ManifestEntry]:
             lower_bounds=_map_in(d.get("lower_bounds")), upper_bounds=_map_in(d.get("upper_bounds")),
             key_metadata=d.get("key_metadata"), split_offsets=d.get("split_offsets"),
             equality_ids=d.get("equality_ids"), sort_order_id=d.get("sort_order_id"),
-            referenced_data_file=d.get("referenced_data_file"), spec_id=manifest.partition_spec_id)
+            referenced_data_file=d.get("referenced_data_file"), spec_id=manifest.partition_spec_id,
+            first_row_id=d.get("first_row_id"), content_offset=d.get("content_offset"),
+            content_size_in_bytes=d.get("content_size_in_bytes"))
         snapshot_id = rec.get("snapshot_id")
         out.append(ManifestEntry(
             status=status,
@@ -425,5 +427,5 @@ def read_manifest_list(data: bytes) -> list[ManifestFile]:
                 FieldSummary(contains_null=s["contains_null"], contains_nan=s.get("contains_nan"),
                              lower_bound=s.get("lower_bound"), upper_bound=s.get("upper_bound"))
                 for s in partitions],
-            key_metadata=rec.get("key_metadata")))
+            key_metadata=rec.get("key_metadata"), first_row_id=rec.get("first_row_id")))
     return out

@@ -21,9 +21,11 @@ def read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
     except FileNotFoundError as e:
         raise CorruptTableError(f"manifest file is missing: {manifest.manifest_path}") from e
     try:
-        return avro_codec.read_manifest(data, manifest)
+        entries = avro_codec.read_manifest(data, manifest)
     except Exception as e:  # fastavro raises many types on garbage input
         raise CorruptTableError(f"manifest file cannot be read: {manifest.manifest_path} ({e})") from e
+    from pyice_sql.core.model.row_lineage import inherit_first_row_ids
+    return inherit_first_row_ids(entries, manifest)
 
 
 def read_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:

@@ -61,6 +61,11 @@ class DataFile:
     sort_order_id: int | None = None
     referenced_data_file: str | None = None
     spec_id: int = 0
+    # format v3: the row id of the file's first row (explicit or inherited), and a deletion
+    # vector's blob inside its Puffin file
+    first_row_id: int | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
 
 
 DeleteFile = DataFile
@@ -115,3 +120,4 @@ class ManifestFile:
     deleted_rows_count: int | None = None
     partitions: list[FieldSummary] | None = None
     key_metadata: bytes | None = None
+    first_row_id: int | None = None  # format v3, data manifests: the first row id its files inherit

@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from pyice_sql.core.model.format_versions import READABLE_FORMAT_VERSIONS, WRITABLE_FORMAT_VERSIONS
 from pyice_sql.core.model.fresh_ids import assign_fresh_ids
 from pyice_sql.core.model.partitioning import (
     PARTITION_DATA_ID_START, UNPARTITIONED_LAST_ID, PartitionField, PartitionSpec,
@@ -25,7 +26,6 @@ from pyice_sql.core.properties import (
     FORMAT_VERSION, METADATA_PREVIOUS_VERSIONS_MAX, METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT, RESERVED_PROPERTIES,
 )
 
-SUPPORTED_FORMAT_VERSIONS = (1, 2)
 # Java tolerates this much clock skew between log entries written from different machines.
 _CLOCK_SKEW_MS = 60_000
 
@@ -94,9 +94,9 @@ class TableMetadata:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "TableMetadata":
-        """Parse v1 or v2 metadata, filling v1's gaps the way Java and PyIceberg do."""
+        """Parse v1, v2 or v3 metadata, filling v1's gaps the way Java and PyIceberg do."""
         version = int(obj["format-version"])
-        if version not in SUPPORTED_FORMAT_VERSIONS:
+        if version not in READABLE_FORMAT_VERSIONS:
             raise ValueError(f"unsupported Iceberg format version {version}")
         v1 = version == 1
 
@@ -204,7 +204,7 @@ class TableMetadata:
 
     def validate(self) -> None:
         """Raise ValueError on anything Java would reject when reading this metadata."""
-        if self.format_version not in SUPPORTED_FORMAT_VERSIONS:
+        if self.format_version not in READABLE_FORMAT_VERSIONS:
             raise ValueError(f"unsupported Iceberg format version {self.format_version}")
         if self.format_version > 1 and self.table_uuid is None:
             raise ValueError("table-uuid is required in format v2")
@@ -304,7 +304,7 @@ class TableMetadata:
 
     def upgrade_format_version(self, format_version: int) -> "TableMetadata":
         """Raise the format version (never lower it); v1 files stay valid with sequence number 0."""
-        if format_version not in SUPPORTED_FORMAT_VERSIONS or format_version < self.format_version:
+        if format_version not in WRITABLE_FORMAT_VERSIONS or format_version < self.format_version:
             raise ValueError(f"cannot change format version {self.format_version} to {format_version}")
         if format_version == self.format_version:
             return self
@@ -555,7 +555,7 @@ def new_table_metadata(
     props = dict(properties or {})
     if FORMAT_VERSION in props:
         format_version = int(props[FORMAT_VERSION])
-    if format_version not in SUPPORTED_FORMAT_VERSIONS:
+    if format_version not in WRITABLE_FORMAT_VERSIONS:
         raise ValueError(f"unsupported Iceberg format version {format_version}")
     for key, value in props.items():
         _property_value(key, value)

@@ -48,6 +48,8 @@ class Snapshot:
     summary: dict[str, str] = field(default_factory=dict)
     schema_id: int | None = None
     manifests: tuple[str, ...] | None = None
+    first_row_id: int | None = None  # format v3 row lineage: the table's next-row-id at this commit
+    added_rows: int | None = None  # format v3: rows this commit assigned ids to
 
     @property
     def operation(self) -> str | None:
@@ -72,6 +74,10 @@ class Snapshot:
             out["manifests"] = list(self.manifests)
         if self.schema_id is not None:
             out["schema-id"] = self.schema_id
+        if self.first_row_id is not None:
+            out["first-row-id"] = self.first_row_id
+        if self.added_rows is not None:
+            out["added-rows"] = self.added_rows
         return out
 
     @classmethod
@@ -90,6 +96,8 @@ class Snapshot:
             summary=summary,
             schema_id=_optional_int(obj.get("schema-id")),
             manifests=tuple(manifests) if manifests is not None else None,
+            first_row_id=_optional_int(obj.get("first-row-id")),
+            added_rows=_optional_int(obj.get("added-rows")),
         )
 
 

@@ -13,6 +13,7 @@ from typing import Any, Iterator, Union
 PRIMITIVE_NAMES = (
     "boolean", "int", "long", "float", "double", "date", "time", "timestamp",
     "timestamptz", "string", "uuid", "binary",
+    "unknown",  # format v3: a column of only nulls (read as nulls; never written by pyice_sql yet)
 )
 
 
@@ -68,6 +69,10 @@ class NestedField:
     type: "IcebergType"
     required: bool = False
     doc: str | None = None
+    # format v3 default values, in the spec's JSON single-value form: what rows of files written
+    # before the field existed read, and what a write that omits the field stores
+    initial_default: Any = field(default=None, compare=False)
+    write_default: Any = field(default=None, compare=False)
 
     @property
     def optional(self) -> bool:
@@ -172,7 +177,8 @@ def type_from_json(obj: Any) -> IcebergType:
 
 
 def field_from_json(obj: dict) -> NestedField:
-    return NestedField(obj["id"], obj["name"], type_from_json(obj["type"]), bool(obj["required"]), obj.get("doc"))
+    return NestedField(obj["id"], obj["name"], type_from_json(obj["type"]), bool(obj["required"]), obj.get("doc"),
+                       obj.get("initial-default"), obj.get("write-default"))
 
 
 def type_to_json(t: IcebergType) -> Any:
@@ -192,6 +198,10 @@ def field_to_json(f: NestedField) -> dict:
     out: dict[str, Any] = {"id": f.field_id, "name": f.name, "required": f.required, "type": type_to_json(f.type)}
     if f.doc is not None:
         out["doc"] = f.doc
+    if f.initial_default is not None:
+        out["initial-default"] = f.initial_default
+    if f.write_default is not None:
+        out["write-default"] = f.write_default
     return out
 
 

@@ -74,7 +74,7 @@ class ScanPlan:
         seen: dict[str, ManifestEntry] = {}
         for t in self.tasks:
             for d in t.deletes:
-                seen.setdefault(d.data_file.file_path, d)
+                seen.setdefault((d.data_file.file_path, d.data_file.content_offset), d)  # DVs share files
         return list(seen.values())
 
 

@@ -63,7 +63,10 @@ class ProcedureContext:
             parts = [*self.session.current_namespace, *parts]
         if len(parts) < 2:
             raise AnalysisError(f"table {name!r} needs a namespace (db.table)", position=self.position)
-        return self.session.load(self.catalog, TableIdentifier(tuple(parts[:-1]), parts[-1]))
+        table = self.session.load(self.catalog, TableIdentifier(tuple(parts[:-1]), parts[-1]))
+        from pyice_sql.core.model.format_versions import check_writable
+        check_writable(table.metadata.format_version, table.full_name, self.position)  # every procedure writes
+        return table
 
 
 @dataclass(frozen=True)

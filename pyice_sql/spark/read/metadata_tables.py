@@ -13,8 +13,8 @@ Rows are built on the driver from metadata, manifest lists and manifests (each m
 at most once per call), then handed to `spark.createDataFrame` with an explicit schema.
 
 Not provided: the `readable_metrics` column of files/entries (use lower_bounds/upper_bounds,
-which stay binary maps as in Java), the `all_files`/`all_entries` tables, and `first_row_id`,
-`content_offset`, `content_size_in_bytes`, which are always null because they only exist in v3.
+which stay binary maps as in Java), and the `all_files`/`all_entries` tables. `first_row_id`,
+`content_offset` and `content_size_in_bytes` are only set in format v3 (deletion vectors, row lineage).
 """
 from __future__ import annotations
 
@@ -278,7 +278,7 @@ def _file_row(src: _Source, unified: _UnifiedPartition, f: DataFile) -> tuple[An
     return head + (
         f.record_count, f.file_size_in_bytes, f.column_sizes, f.value_counts, f.null_value_counts,
         f.nan_value_counts, f.lower_bounds, f.upper_bounds, f.key_metadata, f.split_offsets, f.equality_ids,
-        f.sort_order_id, None, f.referenced_data_file, None, None)
+        f.sort_order_id, f.first_row_id, f.referenced_data_file, f.content_offset, f.content_size_in_bytes)
 
 
 def _files_of(*contents: ManifestContent) -> Callable[[_Source], tuple[T.StructType, Rows]]:

@@ -94,7 +94,8 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         return empty_frame(spark, schema, with_metadata)
     with_ids = not schema.has_list_or_map()
     columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
-    deletes = {d.data_file.file_path: d for t in tasks for d in t.deletes}
+    # keyed by path and offset: the deletion vectors of several data files share one Puffin file
+    deletes = {(d.data_file.file_path, d.data_file.content_offset): d for t in tasks for d in t.deletes}
     groups: dict[Schema | None, list[str]] = {}
     read_schemas: dict[int, Schema | None] = {}  # per distinct written schema (tasks share a few)
     for t in tasks:
@@ -167,7 +168,12 @@ def read_position_deletes(spark: SparkSession, delete_files: list[DataFile]) -> 
 
 
 def _apply_position_deletes(spark: SparkSession, data: DataFrame, delete_files: list[DataFile]) -> DataFrame:
-    rows = read_position_deletes(spark, delete_files)
+    from pyice_sql.spark.read.deletion_vectors import is_deletion_vector, read_deletion_vector_rows
+    dvs = [d for d in delete_files if is_deletion_vector(d)]
+    files = [d for d in delete_files if not is_deletion_vector(d)]
+    frames = ([read_position_deletes(spark, files)] if files else []) + ([read_deletion_vector_rows(spark, dvs)]
+                                                                         if dvs else [])
+    rows = functools.reduce(DataFrame.union, frames)
     rows = rows.select(manifest_path_key(F.col(FILE_COL)).alias(_KEY), F.col(POS_COL))
     return data.join(rows, [_KEY, POS_COL], "left_anti")
 

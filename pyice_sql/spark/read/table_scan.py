@@ -90,10 +90,15 @@ def select_snapshot(table: Table, travel: TimeTravel | None) -> tuple[Snapshot |
 
 
 def scan(spark: SparkSession, table: Table, row_filter: Expression | None = None,
-         travel: TimeTravel | None = None, with_metadata: bool = False) -> tuple[DataFrame, ScanPlan]:
+         travel: TimeTravel | None = None, with_metadata: bool = False,
+         lineage: bool = False) -> tuple[DataFrame, ScanPlan]:
+    """`lineage` adds `_row_id` and `_last_updated_sequence_number` (format v3 tables only)."""
     snapshot, schema = select_snapshot(table, travel)
     plan = plan_files(table.metadata, table.io, snapshot, row_filter)
     check_files_exist(table, plan)
+    if lineage and table.metadata.format_version >= 3:
+        from pyice_sql.spark.read.row_lineage import read_with_lineage
+        return read_with_lineage(spark, schema, plan.tasks, with_metadata), plan
     return read_tasks(spark, schema, plan.tasks, with_metadata), plan
 
 
