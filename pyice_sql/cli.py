@@ -160,13 +160,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from pyice_sql.spark.jvm.bridge import ShimError
+    from pyice_sql.spark.errors import reported_by_pyice
 
     try:
         if args.command == "doctor":
             from pyice_sql.doctor import run_doctor
 
             return run_doctor()
-        return run_scripts(args)
+        with reported_by_pyice():
+            return run_scripts(args)
     except (UserError, PyIceError) as e:  # bad arguments or configuration, before any statement ran
         print(f"pyice-sql: {e}", file=sys.stderr)
         return 2

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 _JAVA_VERSION = re.compile(r'version "([^"]+)"')
-SUPPORTED_JAVA = (8, 11, 17, 21)
+# The Java releases Spark runs on (Spark's docs: 3.5 on 8/11/17, and 21 works; Spark 4 on 17/21)
+SUPPORTED_JAVA = {"Spark 3.5": (8, 11, 17, 21), "Spark 4": (17, 21)}
 
 
 class Report:
@@ -28,20 +29,32 @@ class Report:
         self.problems.append(text)
 
 
+def _spark_line() -> str:
+    """The installed pyspark's line, a key of SUPPORTED_JAVA (3.5's when pyspark is missing)."""
+    try:
+        import pyspark
+    except ImportError:
+        return "Spark 3.5"
+    return "Spark 4" if int(pyspark.__version__.split(".")[0]) >= 4 else "Spark 3.5"
+
+
 def _java(report: Report) -> bool:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home and (Path(home) / "bin" / "java").is_file() else shutil.which("java")
+    spark = _spark_line()
+    supported = SUPPORTED_JAVA[spark]
+    names = ", ".join(map(str, supported[:-1])) + f" or {supported[-1]}"
     if not java:
         report.info("java", "not found")
-        report.problem("no java on PATH or in JAVA_HOME: Spark needs Java 8, 11, 17 or 21")
+        report.problem(f"no java on PATH or in JAVA_HOME: {spark} needs Java {names}")
         return False
     out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     m = _JAVA_VERSION.search(out)
     version = m.group(1) if m else "unknown"
     report.info("java", f"{version} ({java})")
     major = version.split(".")[1] if version.startswith("1.") else version.split(".")[0].split("-")[0]
-    if major.isdigit() and int(major) not in SUPPORTED_JAVA:
-        report.problem(f"Java {version}: Spark 3.5 supports Java {', '.join(map(str, SUPPORTED_JAVA))}")
+    if major.isdigit() and int(major) not in supported:
+        report.problem(f"Java {version}: {spark} runs on Java {names}")
     javac = str(Path(home) / "bin" / "javac") if home and (Path(home) / "bin" / "javac").is_file() \
         else shutil.which("javac")
     report.info("javac", javac or "not found")
@@ -55,7 +68,7 @@ def _spark(report: Report) -> bool:
         import pyspark
     except ImportError:
         report.info("spark", "pyspark not installed")
-        report.problem("pyspark is not installed: pip install 'pyspark>=3.5,<3.6'")
+        report.problem("pyspark is not installed: pip install pyspark (3.5 or 4.x)")
         return False
     report.info("spark", f"{pyspark.__version__} ({Path(pyspark.__file__).parent})")
     if tuple(int(x) for x in re.findall(r"\d+", pyspark.__version__)[:2]) < (3, 5):

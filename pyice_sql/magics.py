@@ -21,6 +21,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from pyice_sql.core.errors import PyIceError
+from pyice_sql.spark.errors import reported_by_pyice
 
 DEFAULT_ROWS = 20
 _OPTIONS = re.compile(r"\s*((?:(?:-o|--output|-n|--max-rows)\s+\S+\s*)*)(.*)", re.DOTALL)
@@ -102,6 +103,7 @@ class PyiceMagics(Magics):
     @argument("-n", "--max-rows", type=int, default=DEFAULT_ROWS, help="rows to show (default 20)")
     @no_var_expand
     @line_cell_magic
+    @reported_by_pyice()
     def pyice_sql(self, line: str, cell: str | None = None):
         """Run pyice SQL: `%pyice_sql [-o name] [-n rows] <statement>` or a `%%pyice_sql` cell."""
         options, rest = _split_options(line)

@@ -6,7 +6,10 @@ named error, with the first useful line, as when the check runs on the driver.
 """
 from __future__ import annotations
 
+import logging
 import re
+from contextlib import contextmanager
+from typing import Iterator
 
 from pyice_sql.core.errors import AnalysisError, CorruptTableError, NotNullViolationError, ParseError, PyIceError, SqlPosition
 
@@ -23,6 +26,9 @@ _MAX_MESSAGE = 500
 # markers and keys, temp view names): never the user's, so never offered as suggestions.
 _INTERNAL_COLUMNS = frozenset({"_file", "_pos", "_spec_id", "_partition", "_seq"})
 _SUGGESTIONS = re.compile(r"(\. Did you mean one of the following\? )\[([^\]]*)\]")
+# PySpark 4 logs each Spark error that carries a query context as a JSON line on stderr, when the
+# exception object is made (before anyone could catch it).
+_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 def translate(error: BaseException, sql: str | None = None, start: SqlPosition | None = None) -> PyIceError | None:
@@ -107,3 +113,24 @@ def _hide_internal_columns(message: str) -> str:
         return message[:m.start()] + f"{m.group(1)}[{', '.join(kept)}]" + message[m.end():]
     return (message[:m.start()] + message[m.end():]).replace("UNRESOLVED_COLUMN.WITH_SUGGESTION",
                                                               "UNRESOLVED_COLUMN.WITHOUT_SUGGESTION")
+
+
+@contextmanager
+def reported_by_pyice() -> Iterator[None]:
+    """Within it, the caller reports Spark's errors itself (the CLI and the notebook magic: one
+    line with the script position), so PySpark 4's JSON log line of each error is held back."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pyspark 3.5 logs nothing of the kind
+        yield
+        return
+    # made through PySparkLogger, whose log calls take the extra fields PySpark passes
+    loggers = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)

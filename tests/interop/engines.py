@@ -36,6 +36,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("PYICE_SHARED", REPO.parent / "shared"))
 REFERENCE = SHARED / "iceberg-reference" / "iceberg_ref.py"
+# The reference engine is Iceberg's runtime for Spark 3.5: when the tests run on another pyspark
+# (Spark 4), tests/run.sh points this at the Spark 3.5 venv's interpreter.
+REF_PYTHON = os.environ.get("PYICE_REF_PYTHON", sys.executable)
 PEERS = SHARED / "peer-readers" / "read_with_peers.py"
 TIMEOUT_S = 600
 
@@ -119,7 +122,7 @@ def _require(path: Path) -> None:
 
 def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "TZ": "UTC", **(env or {})}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=full_env,
+    return subprocess.run([REF_PYTHON, *args], capture_output=True, text=True, env=full_env,
                           timeout=TIMEOUT_S)
 
 

@@ -106,7 +106,8 @@ class ReferenceBatch:
             self._done = True
             return
         env = {**os.environ, "TZ": "UTC"}
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), self.warehouse, str(stmts)],
+        python = os.environ.get("PYICE_REF_PYTHON", sys.executable)  # a pyspark 3.5 one: see engines.REF_PYTHON
+        self.proc = subprocess.Popen([python, str(Path(__file__).resolve()), self.warehouse, str(stmts)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                      text=True, env=env)
         self._sent = len(self.statements)

@@ -27,6 +27,7 @@ from pyice_sql.spark.read.metadata_tables import METADATA_TABLE_NAMES, metadata_
 
 SHARED = Path(os.environ.get("PYICE_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 REFERENCE = SHARED / "iceberg-reference" / "iceberg_ref.py"
+REF_PYTHON = os.environ.get("PYICE_REF_PYTHON", sys.executable)  # a pyspark 3.5 one: see interop/engines.py
 
 SETUP = """
 CREATE TABLE ref.db.t (id bigint, p string, ts timestamp) USING iceberg PARTITIONED BY (p)
@@ -66,7 +67,7 @@ def reference(tmp_path_factory):
     script.write_text(SETUP + "".join(q + ";\n" for q in queries))
     # local[1]: one task per insert, so rows 1 and 2 share a file and the DELETE writes a delete file
     env = {**os.environ, "TZ": "UTC", "ICEBERG_REF_MASTER": "local[1]"}
-    done = subprocess.run([sys.executable, str(REFERENCE), "--warehouse", str(warehouse), "sql", "-f", str(script)],
+    done = subprocess.run([REF_PYTHON, str(REFERENCE), "--warehouse", str(warehouse), "sql", "-f", str(script)],
                           capture_output=True, text=True, env=env, timeout=600)
     results = {}
     for line in done.stdout.splitlines():
