@@ -19,13 +19,12 @@ import datetime as dt
 import math
 import uuid
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from pyice_sql.core.model.conversions import INT_RANGE, LONG_RANGE, to_python
+from pyice_sql.core.model.conversions import LiteralMismatch, conversion, to_python
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, PrimitiveType, is_floating, is_primitive
+from pyice_sql.core.model.types import IcebergType, PrimitiveType, is_floating, is_primitive
 
 
 class Op(str, Enum):
@@ -390,47 +389,12 @@ def not_starts_with(name: str, prefix: str) -> Predicate:
 
 def _bind_literal(t: IcebergType, v: Any, pred: Predicate) -> Any:
     """Check that `v` is an internal value of `t` (ints widened to float/Decimal where exact)."""
-    def bad(why: str) -> ValueError:
-        return ValueError(f"cannot bind {pred}: literal {v!r} {why} for column type {t}")
-
     if v is None:
-        raise bad("is null; use is_null/not_null")
-    if isinstance(t, DecimalType):
-        if isinstance(v, int) and not isinstance(v, bool):
-            return Decimal(v)
-        if isinstance(v, Decimal) and v.is_finite():
-            return v
-        raise bad("is not a finite Decimal")
-    if isinstance(t, FixedType):
-        if isinstance(v, bytes):
-            return v
-        raise bad("is not bytes")
-    assert isinstance(t, PrimitiveType)
-    name = t.name
-    if name == "boolean":
-        if isinstance(v, bool):
-            return v
-    elif name in ("float", "double"):
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            if math.isnan(v):
-                raise bad("is NaN; use is_nan/not_nan")
-            return float(v)
-    elif name in ("int", "long", "date", "time", "timestamp", "timestamptz"):
-        if isinstance(v, int) and not isinstance(v, bool):
-            lo, hi = INT_RANGE if name in ("int", "date") else LONG_RANGE
-            if not lo <= v <= hi:
-                raise bad("is out of range")
-            return v
-    elif name == "string":
-        if isinstance(v, str):
-            return v
-    elif name == "uuid":
-        if isinstance(v, uuid.UUID):
-            return v
-    elif name == "binary":
-        if isinstance(v, bytes):
-            return v
-    raise bad(f"({type(v).__name__}) is not the internal form")
+        raise ValueError(f"cannot bind {pred}: literal {v!r} is null; use is_null/not_null for column type {t}")
+    try:
+        return conversion(t).check_literal(t, v)
+    except LiteralMismatch as e:
+        raise ValueError(f"cannot bind {pred}: literal {v!r} {e} for column type {t}") from None
 
 
 def _bind_predicate(pred: Predicate, schema: Schema, case_sensitive: bool) -> Expression:

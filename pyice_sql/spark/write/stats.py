@@ -13,10 +13,8 @@ import struct
 from typing import Any
 
 from pyice_sql.core.model import types as it
-from pyice_sql.core.model.conversions import (
-    decimal_from_unscaled, from_bytes, normalize_float_bounds, to_bytes, truncate_lower_bound,
-    truncate_upper_bound,
-)
+from pyice_sql.core.model.bounds import normalize_float_bounds, truncate_lower_bound, truncate_upper_bound
+from pyice_sql.core.model.conversions import decimal_from_unscaled, from_bytes, to_bytes
 from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.schema import Schema
 
