@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from pyice_sql.core.catalog.base import Table
-from pyice_sql.core.commit.producer import RemovedFile, SnapshotUpdate
+from pyice_sql.core.commit.operations import rewrite_files
+from pyice_sql.core.commit.producer import RemovedFile
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.core.errors import AnalysisError, UnsupportedError
 from pyice_sql.core.expr.predicates import AlwaysTrue
 from pyice_sql.core.model.manifest import FileContent, ManifestEntry
-from pyice_sql.core.model.snapshots import Operation
 from pyice_sql.spark.procedures.arguments import bool_option, long_option, options_map, where_predicate
 from pyice_sql.spark.procedures.binpack import OPTIONS as SIZE_OPTIONS, SizeOptions, plan_partition
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
@@ -36,7 +36,7 @@ from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_tasks
 from pyice_sql.spark.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from pyice_sql.spark.operations import commit_or_clean
+from pyice_sql.core.commit.cleanup import commit_or_clean
 
 NAME = "rewrite_data_files"
 _IGNORED = ("max-concurrent-file-group-rewrites", "partial-progress.max-commits",
@@ -180,8 +180,7 @@ def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: D
     removed += [RemovedFile(d, full_plan.delete_manifests[d.data_file.file_path]) for d in scoped + unscoped]
     validator = RowLevelValidator(NAME, AlwaysTrue(), "snapshot", paths, (),
                                   {(t.file.spec_id, t.file.partition) for t in tasks})
-    update = SnapshotUpdate(Operation.REPLACE, snapshot.snapshot_id, added_data_files=files, removed=removed,
-                            validate=validator,
-                            added_data_sequence_number=snapshot.sequence_number if use_starting_sequence else None)
+    update = rewrite_files(snapshot.snapshot_id, removed, added_data=files, validate=validator,
+                           data_sequence_number=snapshot.sequence_number if use_starting_sequence else None)
     commit_or_clean(table, update, files)
     return _result(len(tasks), len(files), nbytes, len(unscoped))
