@@ -22,6 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.commit.operations import rewrite_files
 from pyice_sql.core.commit.producer import RemovedFile
@@ -35,7 +36,7 @@ from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, pro
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_tasks
-from pyice_sql.spark.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from pyice_sql.spark.write.data_writer import write_data_files
 from pyice_sql.core.commit.cleanup import commit_or_clean
 
 NAME = "rewrite_data_files"
@@ -136,7 +137,7 @@ def rewrite_data_files(ctx: ProcedureContext, args: dict[str, Any]) -> list[tupl
         raise UnsupportedError(f"{NAME}: partial-progress.enabled is not supported (the rewrite commits once)",
                                position=ctx.position)
     md = table.metadata
-    table_target = int(md.property("write.target-file-size-bytes", str(DEFAULT_TARGET_FILE_SIZE)))
+    table_target = int(md.property(props.WRITE_TARGET_FILE_SIZE_BYTES, str(props.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT)))
     sizes = SizeOptions.parse(options, table_target, NAME)
     where = where_predicate(args["where"], md.schema(), NAME)
     return run(ctx, table, sizes, DeleteThresholds.parse(options), where, bool(args["dry_run"]),
@@ -170,7 +171,7 @@ def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: D
     write_ctx = ctx.runtime.write_context(table)
     rows = sum(t.file.record_count for t in tasks)
     write_ctx = dataclasses.replace(
-        write_ctx, properties={**write_ctx.properties, "write.target-file-size-bytes": str(binpack.target_file_size)},
+        write_ctx, properties={**write_ctx.properties, props.WRITE_TARGET_FILE_SIZE_BYTES: str(binpack.target_file_size)},
         bytes_per_row=nbytes / rows if rows else write_ctx.bytes_per_row)
     df = read_tasks(ctx.spark, md.schema(), tasks)
     if md.spec().is_unpartitioned:  # one file per target size, not one per input split

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.format.manifests import read_entries, read_manifest_list
 from pyice_sql.core.commit.operations import rewrite_files
@@ -29,7 +30,6 @@ from pyice_sql.spark.write.delete_writer import write_position_deletes
 from pyice_sql.core.commit.cleanup import commit_or_clean
 
 NAME = "rewrite_position_delete_files"
-DELETE_TARGET_DEFAULT = 64 * 1024 * 1024
 OPTIONS = (*SIZE_OPTIONS, "partial-progress.enabled", "partial-progress.max-commits",
            "max-concurrent-file-group-rewrites", "rewrite-job-order")
 
@@ -77,8 +77,8 @@ def rewrite_position_delete_files(ctx: ProcedureContext, args: dict[str, Any]) -
     if bool_option(options, "partial-progress.enabled", False, NAME):
         raise UnsupportedError(f"{NAME}: partial-progress.enabled is not supported (the rewrite commits once)",
                                position=ctx.position)
-    sizes = SizeOptions.parse(options, int(md.property("write.delete.target-file-size-bytes",
-                                                       str(DELETE_TARGET_DEFAULT))), NAME)
+    sizes = SizeOptions.parse(options, int(md.property(props.DELETE_TARGET_FILE_SIZE_BYTES,
+                                                       str(props.DELETE_TARGET_FILE_SIZE_BYTES_DEFAULT))), NAME)
     where = where_predicate(args["where"], md.schema(), NAME)
     groups = plan_groups(live_position_deletes(table, where), sizes)
     chosen = [d for g in groups for d in g]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pyspark.sql import DataFrame, functions as F
 from sqlglot import exp
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_failure
 from pyice_sql.core.commit.operations import row_delta
@@ -399,9 +400,10 @@ def _tag_statistics(tagged: DataFrame, pairs: bool) -> TagStatistics:
 
 
 def _isolation(md, command: str) -> str:
-    level = md.property(f"write.{command.lower()}.isolation-level", "serializable").lower()
+    key = props.isolation_level(command)
+    level = md.property(key, props.ISOLATION_LEVEL_DEFAULT).lower()
     if level not in ("serializable", "snapshot"):
-        raise AnalysisError(f"write.{command.lower()}.isolation-level={level!r}: use serializable or snapshot")
+        raise AnalysisError(f"{key}={level!r}: use serializable or snapshot")
     return level
 
 
