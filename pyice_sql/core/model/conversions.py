@@ -21,6 +21,10 @@ decimal(P, S)           decimal.Decimal with exactly S fractional digits
 `to_bytes`/`from_bytes` are the spec's single-value binary form used for column bounds and
 partition summaries; they must match Iceberg Java byte for byte because other engines prune
 with them.
+
+Everything that differs per type is one row of `CONVERSIONS` (binary form, lenient Python/Spark
+conversion, predicate-literal check, exact SQL-literal conversion, Python value), so adding or
+changing a type touches one place and the public functions are plain lookups.
 """
 from __future__ import annotations
 
