@@ -31,3 +31,45 @@ OBJECT_STORE_PATH = "write.object-storage.path"  # deprecated in Iceberg, still 
 WRITE_FOLDER_STORAGE_LOCATION = "write.folder-storage.path"  # deprecated in Iceberg, still honoured
 WRITE_OBJECT_STORE_PARTITIONED_PATHS = "write.object-storage.partitioned-paths"
 WRITE_OBJECT_STORE_PARTITIONED_PATHS_DEFAULT = True
+
+DEFAULT_NAME_MAPPING = "schema.name-mapping.default"
+
+# Row-level operations: write mode and isolation level per command (DELETE, UPDATE, MERGE).
+WRITE_MODE_DEFAULT = "copy-on-write"
+ISOLATION_LEVEL_DEFAULT = "serializable"
+
+
+def write_mode(command: str) -> str:
+    """`write.delete.mode` / `write.update.mode` / `write.merge.mode` for a row-level command."""
+    return f"write.{command.lower()}.mode"
+
+
+def isolation_level(command: str) -> str:
+    """`write.<command>.isolation-level` for DELETE, UPDATE or MERGE."""
+    return f"write.{command.lower()}.isolation-level"
+
+
+DEFAULT_WRITE_METRICS_MODE = "write.metadata.metrics.default"
+DEFAULT_WRITE_METRICS_MODE_DEFAULT = "truncate(16)"
+METRICS_MODE_COLUMN_CONF_PREFIX = "write.metadata.metrics.column."
+
+PARQUET_COMPRESSION = "write.parquet.compression-codec"
+PARQUET_COMPRESSION_DEFAULT = "zstd"
+DELETE_PARQUET_COMPRESSION = "write.delete.parquet.compression-codec"
+
+WRITE_TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
+WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
+DELETE_TARGET_FILE_SIZE_BYTES = "write.delete.target-file-size-bytes"
+DELETE_TARGET_FILE_SIZE_BYTES_DEFAULT = 64 * 1024 * 1024
+WRITE_DISTRIBUTION_MODE = "write.distribution-mode"
+MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
+MANIFEST_TARGET_SIZE_BYTES_DEFAULT = 8 * 1024 * 1024
+
+MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
+MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 3600 * 1000
+MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
+MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1
+MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
+MAX_REF_AGE_MS_DEFAULT = 2**63 - 1
+GC_ENABLED = "gc.enabled"
+GC_ENABLED_DEFAULT = True

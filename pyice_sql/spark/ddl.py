@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.errors import AnalysisError, UnsupportedError
 from pyice_sql.core.model import types as it
 from pyice_sql.core.model.metadata import TableMetadata, new_table_metadata
@@ -18,8 +19,8 @@ from pyice_sql.core.model.transforms import Transform, parse_transform
 from pyice_sql.spark.schema import spark_to_schema, spark_type_to_iceberg
 from pyice_sql.core.sql.statements import ColumnSpec, NewColumn, PartitionTransform
 
-NAME_MAPPING = "schema.name-mapping.default"
-DEFAULT_PROPERTIES = {"write.parquet.compression-codec": "zstd"}
+NAME_MAPPING = props.DEFAULT_NAME_MAPPING
+DEFAULT_PROPERTIES = {props.PARQUET_COMPRESSION: props.PARQUET_COMPRESSION_DEFAULT}
 
 # Spark's partition transform spellings → (Iceberg transform text, CREATE TABLE name suffix)
 _TRANSFORMS = {
@@ -299,4 +300,4 @@ def set_write_order(md: TableMetadata, terms, distribution_mode: str) -> TableMe
         order = SortOrder(max(o.order_id for o in md.sort_orders) + 1, tuple(fields))
         md = md._with(sort_orders=md.sort_orders + (order,))
     return md._with(default_sort_order_id=order.order_id).set_properties(
-        {"write.distribution-mode": distribution_mode})
+        {props.WRITE_DISTRIBUTION_MODE: distribution_mode})

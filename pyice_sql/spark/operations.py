@@ -12,13 +12,14 @@ from typing import Callable
 from pyspark.sql import DataFrame
 
 from pyice_sql.core.catalog.base import Table
-from pyice_sql.core.commit.producer import RemovedFile, SnapshotUpdate, commit_update, update_metadata
-from pyice_sql.core.errors import AnalysisError, CommitStateUnknownError, ValidationError
-from pyice_sql.core.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
+from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_failure
+from pyice_sql.core.commit.operations import append_files, overwrite_files, replace_partitions
+from pyice_sql.core.commit.producer import RemovedFile, update_metadata
+from pyice_sql.core.errors import AnalysisError, ValidationError
+from pyice_sql.core.expr.evaluators import PartitionEvaluator, rows_must_match
 from pyice_sql.core.expr.predicates import AlwaysTrue, Expression
-from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.model.metadata import TableMetadata
-from pyice_sql.core.model.snapshots import MAIN_BRANCH, Operation
+from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.spark.runtime import Runtime
 from pyice_sql.core.scan.planner import plan_files
 from pyice_sql.spark.read.table_scan import branch_head
@@ -33,26 +34,12 @@ class WriteResult:
     removed_files: int = 0
 
 
-def commit_or_clean(table: Table, update: SnapshotUpdate, written: list[DataFile]) -> Table:
-    """Commit `update`; on failure delete the files this statement wrote, then re-raise (but keep
-    them when the commit state is unknown: the table may reference them)."""
-    try:
-        return commit_update(table, update)
-    except CommitStateUnknownError:
-        raise
-    except BaseException:
-        for f in written:
-            table.io.delete(f.file_path)
-        raise
-
-
 def append(rt: Runtime, table: Table, df: DataFrame, branch: str = MAIN_BRANCH) -> WriteResult:
     head = branch_head(table, branch)
     files = write_data_files(df, rt.write_context(table))
     if not files:
         return WriteResult(table, 0, 0)
-    update = SnapshotUpdate(Operation.APPEND, head.snapshot_id if head else None, added_data_files=files,
-                            branch=branch)
+    update = append_files(head.snapshot_id if head else None, files, branch=branch)
     committed = commit_or_clean(table, update, files)
     return WriteResult(committed, len(files), sum(f.record_count for f in files))
 
@@ -73,7 +60,7 @@ def replace_table(rt: Runtime, table: Table, change: Callable[[TableMetadata], T
                                   "CREATE OR REPLACE TABLE; run it again")
         return new
 
-    update = SnapshotUpdate(Operation.OVERWRITE, None, added_data_files=files, prepare=prepare)  # as Java
+    update = overwrite_files(None, files, prepare=prepare)  # as Java
     committed = commit_or_clean(table, update, files)
     return WriteResult(committed, len(files), sum(f.record_count for f in files))
 
@@ -85,28 +72,25 @@ def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
     head = branch_head(table, branch)
     start = head.snapshot_id if head else None
     files = write_data_files(df, rt.write_context(table))
-    try:
+    with delete_written_on_failure(table.io, files):
         plan = plan_files(table.metadata, table.io, head)
         if dynamic:
             spec_id = table.metadata.default_spec_id
             targets = {f.partition for f in files}
             doomed = [t for t in plan.tasks if t.file.spec_id == spec_id and t.file.partition in targets]
-            extra = {"replace-partitions": "true"}
         else:
             doomed = _files_fully_matching(table, plan.tasks, static_filter or AlwaysTrue())
-            extra = {}
-    except BaseException:
-        for f in files:
-            table.io.delete(f.file_path)
-        raise
     removed = [RemovedFile(t.entry, t.manifest_path) for t in doomed]
     removed += [RemovedFile(d, t.manifest_path) for t in doomed for d in t.deletes]
     removed = list({r.entry.data_file.file_path: r for r in removed}.values())
     if not files and not removed:
         return WriteResult(table, 0, 0)
-    op = Operation.OVERWRITE if removed else Operation.APPEND
-    update = SnapshotUpdate(op, start, added_data_files=files, removed=removed, summary_extra=extra,
-                            branch=branch)
+    if dynamic:
+        update = replace_partitions(start, files, removed, branch=branch)
+    elif removed:
+        update = overwrite_files(start, files, removed, branch=branch)
+    else:
+        update = append_files(start, files, branch=branch)
     committed = commit_or_clean(table, update, files)
     return WriteResult(committed, len(files), sum(f.record_count for f in files),
                        sum(1 for r in removed if r.entry.data_file.content == 0))
@@ -115,16 +99,12 @@ def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
 def _files_fully_matching(table: Table, tasks, row_filter: Expression):
     """Files whose every row matches `row_filter`; a file that matches only partly is an error."""
     schema = table.metadata.schema()
-    strict_metrics = StrictMetricsEvaluator(schema, row_filter)
+    must_match = rows_must_match(schema, table.metadata.spec_by_id, row_filter)
     out = []
-    partition_strict: dict[int, PartitionEvaluator] = {}
     for t in tasks:
         f = t.file
-        if f.spec_id not in partition_strict:
-            partition_strict[f.spec_id] = PartitionEvaluator(table.metadata.spec_by_id(f.spec_id), schema,
-                                                             row_filter, strict=True)
         inclusive = PartitionEvaluator(table.metadata.spec_by_id(f.spec_id), schema, row_filter)
-        if partition_strict[f.spec_id].eval(f.partition) or strict_metrics.eval(f):
+        if must_match(f):
             out.append(t)
         elif inclusive.eval(f.partition):
             raise AnalysisError(f"INSERT OVERWRITE on {table.full_name}: file {f.file_path} holds rows both "

@@ -26,6 +26,15 @@ _PRIMITIVE_TO_SPARK = {
 }
 
 
+# Spark's primitive types -> Iceberg's (several Spark widths share one Iceberg type)
+_SPARK_TO_PRIMITIVE: tuple[tuple[tuple[type, ...], it.IcebergType], ...] = (
+    ((T.ByteType, T.ShortType, T.IntegerType), it.INT), ((T.LongType,), it.LONG), ((T.FloatType,), it.FLOAT),
+    ((T.DoubleType,), it.DOUBLE), ((T.BooleanType,), it.BOOLEAN),
+    ((T.StringType, T.VarcharType, T.CharType), it.STRING), ((T.BinaryType,), it.BINARY), ((T.DateType,), it.DATE),
+    ((T.TimestampNTZType,), it.TIMESTAMP), ((T.TimestampType,), it.TIMESTAMPTZ),
+)
+
+
 def to_spark_type(t: it.IcebergType, with_ids: bool = True) -> T.DataType:
     if isinstance(t, it.PrimitiveType):
         if t.name in _PRIMITIVE_TO_SPARK:
@@ -69,28 +78,11 @@ class _IdCounter:
 
 def from_spark_type(dt: T.DataType, ids: _IdCounter) -> it.IcebergType:
     """Spark type → Iceberg type, assigning ids to nested fields breadth-first like Iceberg."""
-    if isinstance(dt, (T.ByteType, T.ShortType, T.IntegerType)):
-        return it.INT
-    if isinstance(dt, T.LongType):
-        return it.LONG
-    if isinstance(dt, T.FloatType):
-        return it.FLOAT
-    if isinstance(dt, T.DoubleType):
-        return it.DOUBLE
-    if isinstance(dt, T.BooleanType):
-        return it.BOOLEAN
+    for spark_types, iceberg_type in _SPARK_TO_PRIMITIVE:
+        if isinstance(dt, spark_types):
+            return iceberg_type
     if isinstance(dt, T.DecimalType):
         return it.DecimalType(dt.precision, dt.scale)
-    if isinstance(dt, (T.StringType, T.VarcharType, T.CharType)):
-        return it.STRING
-    if isinstance(dt, T.BinaryType):
-        return it.BINARY
-    if isinstance(dt, T.DateType):
-        return it.DATE
-    if isinstance(dt, T.TimestampNTZType):
-        return it.TIMESTAMP
-    if isinstance(dt, T.TimestampType):
-        return it.TIMESTAMPTZ
     if isinstance(dt, T.StructType):
         return it.StructType(tuple(spark_fields_to_iceberg(dt, ids)))
     if isinstance(dt, T.ArrayType):

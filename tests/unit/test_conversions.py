@@ -10,9 +10,9 @@ import pytest
 from pyiceberg import conversions as pyi_conv
 from pyiceberg import types as pyi
 
+from pyice_sql.core.model.bounds import normalize_float_bounds, truncate_lower_bound, truncate_upper_bound
 from pyice_sql.core.model.conversions import (
-    decimal_from_unscaled, from_bytes, min_twos_complement, normalize_float_bounds, to_bytes, to_internal,
-    to_python, truncate_lower_bound, truncate_upper_bound,
+    decimal_from_unscaled, from_bytes, min_twos_complement, to_bytes, to_internal, to_python,
 )
 from pyice_sql.core.model.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMPTZ, UUID, DecimalType,

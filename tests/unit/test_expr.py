@@ -26,9 +26,8 @@ from pyice_sql.core.expr.predicates import (
     referenced_field_ids, rewrite_not, starts_with,
 )
 from pyice_sql.core.expr.projection import inclusive_projection, strict_projection
-from pyice_sql.core.model.conversions import (
-    normalize_float_bounds, to_bytes, to_internal, to_python, truncate_lower_bound, truncate_upper_bound,
-)
+from pyice_sql.core.model.bounds import normalize_float_bounds, truncate_lower_bound, truncate_upper_bound
+from pyice_sql.core.model.conversions import to_bytes, to_internal, to_python
 from pyice_sql.core.model.manifest import DataFile, FieldSummary, ManifestFile
 from pyice_sql.core.model.partitioning import PartitionField, PartitionSpec
 from pyice_sql.core.model.schema import Schema

@@ -119,3 +119,23 @@ def test_write_mode_from_properties():
     assert choose_write_mode(plan, {"write.merge.mode": "merge-on-read"}).mode == "merge-on-read"
     with pytest.raises(AnalysisError):
         choose_write_mode(plan, {"write.merge.mode": "bogus"})
+
+
+def test_rules_apply_in_order_placement_sees_the_chosen_write_mode():
+    """apply_rules runs RULES in order: the placement check (last) reads the write mode chosen
+    from the table properties, so a non-deterministic MERGE source is refused in copy-on-write
+    only (Iceberg reads the source twice there), and every rule's decision is on the result."""
+    from pyice_sql.core.errors import ExpressionNotAllowedError
+    from pyice_sql.core.plan.rules import RuleContext, apply_rules
+
+    stmt = parse_statement(MERGE + "WHEN MATCHED THEN UPDATE SET v = s.v", lambda c: c == "local", "local")
+    built = build_merge(stmt, SCHEMA, SOURCE_COLS)
+
+    def ctx(props):
+        return RuleContext(SCHEMA, props, lambda c: c.name if c.table == "t" else None,
+                           lambda c: c.name if c.table == "s" else None, lambda: False)
+
+    with pytest.raises(ExpressionNotAllowedError, match="deterministic source"):
+        apply_rules(built, ctx({}))
+    plan = apply_rules(built, ctx({"write.merge.mode": "merge-on-read"}))
+    assert (plan.join_type, plan.mode, plan.prune_by_source_keys) == ("inner", "merge-on-read", True)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 
 from pyice_sql.core.catalog.base import Table
-from pyice_sql.core.commit.producer import SnapshotUpdate, commit_update, update_metadata
+from pyice_sql.core.commit.operations import append_files
+from pyice_sql.core.commit.producer import commit_update, update_metadata
 from pyice_sql.core.errors import AnalysisError, ValidationError
 from pyice_sql.core.model.metadata import TableMetadata
-from pyice_sql.core.model.snapshots import BRANCH, MAIN_BRANCH, Operation, SnapshotRef
+from pyice_sql.core.model.snapshots import BRANCH, MAIN_BRANCH, SnapshotRef
 from pyice_sql.core.sql.statements import AlterTableCreateOrReplaceRef, AlterTableDropRef
 
 
@@ -27,7 +28,7 @@ def create_or_replace_ref(table: Table, stmt: AlterTableCreateOrReplaceRef) -> T
     if (stmt.kind == BRANCH and stmt.snapshot_id is None and table.metadata.current_snapshot_id is None
             and stmt.create and stmt.name not in table.metadata.refs):
         # Iceberg gives a branch of an empty table an empty snapshot of its own
-        table = commit_update(table, SnapshotUpdate(Operation.APPEND, None, branch=stmt.name))
+        table = commit_update(table, append_files(None, branch=stmt.name))
         return update_metadata(table, lambda md: _with_retention(md, stmt))
     return update_metadata(table, lambda md: ref_change(md, table.full_name, stmt))
 

@@ -13,7 +13,7 @@ Filters follow the two-valued semantics of `pyice_sql.core.expr.predicates`.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Callable
 
 from pyice_sql.core.expr.predicates import (
     BoundPredicate, Expression, Op, bind, is_nan_value, matches_value, rewrite_not, visit,
@@ -276,3 +276,18 @@ class PartitionEvaluator:
             raise ValueError(f"partition tuple {partition!r} does not have {len(self._ids)} fields")
         row = dict(zip(self._ids, partition))
         return visit(self.expr, lambda p: matches_value(p.op, p.values, row.get(p.field_id)))
+
+
+def rows_must_match(schema: Schema, spec_by_id: Callable[[int], PartitionSpec], row_filter: Expression
+                    ) -> Callable[[DataFile], bool]:
+    """A test that every row of a data file matches `row_filter`, so the file can be dropped (or
+    replaced) in metadata without being read: its partition satisfies the strict projection, or
+    its column metrics prove the filter for every row."""
+    metrics = StrictMetricsEvaluator(schema, row_filter)
+    partitions: dict[int, PartitionEvaluator] = {}
+
+    def must_match(f: DataFile) -> bool:
+        if f.spec_id not in partitions:
+            partitions[f.spec_id] = PartitionEvaluator(spec_by_id(f.spec_id), schema, row_filter, strict=True)
+        return partitions[f.spec_id].eval(f.partition) or metrics.eval(f)
+    return must_match

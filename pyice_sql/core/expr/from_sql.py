@@ -21,9 +21,7 @@ Literal timestamps without an offset are read as UTC: the engine runs Spark with
 """
 from __future__ import annotations
 
-import datetime as dt
 import re
-import struct
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Literal
 
@@ -32,7 +30,7 @@ from sqlglot import exp
 from pyice_sql.core.expr.predicates import (
     AlwaysFalse, AlwaysTrue, And, Expression, Or, Predicate, Op, Ref, bind,
 )
-from pyice_sql.core.model.conversions import decimal_unscaled, to_internal
+from pyice_sql.core.model.conversions import conversion, decimal_unscaled, exact_float32, sql_date, sql_timestamp
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.types import IcebergType, NestedField, PrimitiveType, is_floating
 
@@ -44,9 +42,6 @@ class _Untranslatable(Exception):
     """Raised inside the translator for a node with no exact predicate form."""
 
 
-_DATE = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})\s*$")
-_TIMESTAMP = re.compile(
-    r"^\s*\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?\s*$")
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 _DECIMAL = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$")
 _LIKE_SPECIAL = re.compile(r"[%_\\]")
@@ -322,21 +317,11 @@ def _cast(value: Any, to: exp.DataType) -> Any:
     kind = to.this
     T = exp.DataType.Type
     if kind == T.DATE:
-        if isinstance(value, str) and _DATE.match(value):
-            try:
-                return dt.date.fromisoformat(value.strip())
-            except ValueError:
-                raise _Untranslatable from None
+        if isinstance(value, str):
+            return _exact(sql_date, value)
     elif kind in (T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMPNTZ):
-        if isinstance(value, str) and _TIMESTAMP.match(value):
-            try:
-                parsed = dt.datetime.fromisoformat(value.strip().replace(" ", "T", 1).replace("Z", "+00:00"))
-            except ValueError:
-                raise _Untranslatable from None
-            if parsed.tzinfo is None:
-                return parsed
-            if kind != T.TIMESTAMPNTZ:  # an instant: keep it, as naive UTC
-                return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        if isinstance(value, str):
+            return _exact(sql_timestamp, value, kind == T.TIMESTAMPNTZ)
     elif kind in _INT_CAST_BITS:
         if isinstance(value, str) and _INTEGER.match(value):
             value = int(value)
@@ -351,6 +336,13 @@ def _cast(value: Any, to: exp.DataType) -> Any:
     elif kind in (T.VARCHAR, T.CHAR, T.TEXT) and isinstance(value, str):
         return value
     raise _Untranslatable
+
+
+def _exact(parse: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return parse(*args)
+    except ValueError:
+        raise _Untranslatable from None
 
 
 def _decimal_cast(value: Any, to: exp.DataType) -> Decimal:
@@ -373,61 +365,15 @@ def _decimal_cast(value: Any, to: exp.DataType) -> Decimal:
 
 
 def _float32_or_fail(v: float) -> float:
-    """`v` if it is exactly a float32 (as Spark compares float columns in double precision)."""
     try:
-        exact = struct.unpack("<f", struct.pack("<f", v))[0] == v
-    except OverflowError:
-        exact = False
-    if not exact:
-        raise _Untranslatable
-    return v
+        return exact_float32(v)
+    except ValueError:
+        raise _Untranslatable from None
 
 
 def _convert(t: IcebergType, value: Any) -> Any:
     """`value` as an internal value of the column type, when Spark would compare it exactly so."""
-    if not isinstance(t, PrimitiveType):
-        if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
-            return _to_internal(t, value)  # decimal column: exact or untranslatable
-        raise _Untranslatable
-    name = t.name
-    if name == "boolean":
-        if isinstance(value, bool):
-            return value
-    elif isinstance(value, bool):
-        raise _Untranslatable
-    elif name in ("int", "long"):
-        if isinstance(value, (int, Decimal)) and value == int(value):
-            return _to_internal(t, int(value))
-    elif name in ("float", "double"):
-        if isinstance(value, (int, float, Decimal)):
-            f = float(value)
-            if f != f:
-                raise _Untranslatable  # NaN literals: not worth Spark's NaN ordering rules
-            return _float32_or_fail(f) if name == "float" else f
-    elif name == "date":
-        if isinstance(value, str) and _DATE.match(value):
-            return _to_internal(t, value)
-        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-            return _to_internal(t, value)
-    elif name in ("timestamp", "timestamptz"):
-        if isinstance(value, str) and _TIMESTAMP.match(value):
-            value = _cast(value, exp.DataType.build("timestamp_ntz" if name == "timestamp" else "timestamp"))
-        if isinstance(value, dt.date):  # a date compares as its midnight
-            return _to_internal(t, value)
-    elif name == "string":
-        if isinstance(value, str):
-            return value
-    elif name == "uuid":
-        # Spark sees uuid columns as lowercase canonical strings, so only that spelling is equal.
-        if isinstance(value, str):
-            u = _to_internal(t, value)
-            if str(u) == value:
-                return u
-    raise _Untranslatable
-
-
-def _to_internal(t: IcebergType, value: Any) -> Any:
     try:
-        return to_internal(t, value)
-    except (ValueError, TypeError):
+        return conversion(t).from_sql(t, value)
+    except (ValueError, TypeError, ArithmeticError):
         raise _Untranslatable from None

@@ -19,13 +19,12 @@ import datetime as dt
 import math
 import uuid
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from pyice_sql.core.model.conversions import INT_RANGE, LONG_RANGE, to_python
+from pyice_sql.core.model.conversions import LiteralMismatch, conversion, to_python
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, PrimitiveType, is_floating, is_primitive
+from pyice_sql.core.model.types import IcebergType, PrimitiveType, is_floating, is_primitive
 
 
 class Op(str, Enum):
@@ -76,102 +75,82 @@ class Expression:
         return Not(self)
 
 
-class AlwaysTrue(Expression):
-    """The constant true filter (a singleton, so `is` comparisons work)."""
+class _Constant(Expression):
+    """A constant filter; each subclass is a singleton, so `is` comparisons work."""
 
-    _instance: "AlwaysTrue | None" = None
+    _instance: "_Constant | None" = None
+    _text = ""
 
-    def __new__(cls) -> "AlwaysTrue":
-        if cls._instance is None:
+    def __new__(cls) -> "_Constant":
+        if cls.__dict__.get("_instance") is None:
             cls._instance = super().__new__(cls)
         return cls._instance
 
     def __str__(self) -> str:
-        return "true"
+        return self._text
 
     def __repr__(self) -> str:
-        return "AlwaysTrue()"
+        return f"{type(self).__name__}()"
 
 
-class AlwaysFalse(Expression):
-    """The constant false filter (a singleton)."""
+class AlwaysTrue(_Constant):
+    """The constant true filter."""
 
-    _instance: "AlwaysFalse | None" = None
-
-    def __new__(cls) -> "AlwaysFalse":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __str__(self) -> str:
-        return "false"
-
-    def __repr__(self) -> str:
-        return "AlwaysFalse()"
+    _text = "true"
 
 
-class And(Expression):
-    """Conjunction; the constructor simplifies constants and flattens extra operands left-deep."""
+class AlwaysFalse(_Constant):
+    """The constant false filter."""
+
+    _text = "false"
+
+
+class _Junction(Expression):
+    """And / Or: the constructor simplifies constants (the `_absorbing` one wins, the `_neutral`
+    one drops out, as does a repeated operand) and flattens extra operands left-deep."""
 
     left: Expression
     right: Expression
+    _absorbing: type[_Constant]
+    _neutral: type[_Constant]
+    _word: str
 
     def __new__(cls, left: Expression, right: Expression, *rest: Expression) -> Expression:  # type: ignore[misc]
         if rest:
-            return And(And(left, right), *rest)
-        if isinstance(left, AlwaysFalse) or isinstance(right, AlwaysFalse):
-            return AlwaysFalse()
-        if isinstance(left, AlwaysTrue) or left == right:
+            return cls(cls(left, right), *rest)
+        if isinstance(left, cls._absorbing) or isinstance(right, cls._absorbing):
+            return cls._absorbing()
+        if isinstance(left, cls._neutral) or left == right:
             return right
-        if isinstance(right, AlwaysTrue):
+        if isinstance(right, cls._neutral):
             return left
         node = super().__new__(cls)
         node.left, node.right = left, right
         return node
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, And) and (self.left, self.right) == (other.left, other.right)
+        return type(other) is type(self) and (self.left, self.right) == (other.left, other.right)
 
     def __hash__(self) -> int:
-        return hash(("and", self.left, self.right))
+        return hash((self._word, self.left, self.right))
 
     def __str__(self) -> str:
-        return f"({self.left} AND {self.right})"
+        return f"({self.left} {self._word} {self.right})"
 
     def __repr__(self) -> str:
-        return f"And({self.left!r}, {self.right!r})"
+        return f"{type(self).__name__}({self.left!r}, {self.right!r})"
 
 
-class Or(Expression):
-    """Disjunction; the constructor simplifies constants and flattens extra operands left-deep."""
+class And(_Junction):
+    """Conjunction: false absorbs, true drops out."""
 
-    left: Expression
-    right: Expression
+    _absorbing, _neutral, _word = AlwaysFalse, AlwaysTrue, "AND"
 
-    def __new__(cls, left: Expression, right: Expression, *rest: Expression) -> Expression:  # type: ignore[misc]
-        if rest:
-            return Or(Or(left, right), *rest)
-        if isinstance(left, AlwaysTrue) or isinstance(right, AlwaysTrue):
-            return AlwaysTrue()
-        if isinstance(left, AlwaysFalse) or left == right:
-            return right
-        if isinstance(right, AlwaysFalse):
-            return left
-        node = super().__new__(cls)
-        node.left, node.right = left, right
-        return node
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Or) and (self.left, self.right) == (other.left, other.right)
+class Or(_Junction):
+    """Disjunction: true absorbs, false drops out."""
 
-    def __hash__(self) -> int:
-        return hash(("or", self.left, self.right))
-
-    def __str__(self) -> str:
-        return f"({self.left} OR {self.right})"
-
-    def __repr__(self) -> str:
-        return f"Or({self.left!r}, {self.right!r})"
+    _absorbing, _neutral, _word = AlwaysTrue, AlwaysFalse, "OR"
 
 
 class Not(Expression):
@@ -232,13 +211,11 @@ def _check_arity(op: Op, values: tuple[Any, ...]) -> None:
         raise ValueError(f"{op} takes exactly one literal, got {len(values)}")
 
 
-@dataclass(frozen=True)
-class Predicate(Expression):
-    """An unbound predicate on a column name; `bind` resolves it against a schema."""
+class _Leaf(Expression):
+    """What unbound and bound predicates share: the operator and its literals, checked on creation."""
 
     op: Op
-    ref: Ref
-    values: tuple[Any, ...] = ()
+    values: tuple[Any, ...]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "op", Op(self.op))
@@ -249,12 +226,21 @@ class Predicate(Expression):
     def value(self) -> Any:
         return self.values[0]
 
+
+@dataclass(frozen=True)
+class Predicate(_Leaf):
+    """An unbound predicate on a column name; `bind` resolves it against a schema."""
+
+    op: Op
+    ref: Ref
+    values: tuple[Any, ...] = ()
+
     def __str__(self) -> str:
         return _render(self.op, self.ref.name, self.values, repr)
 
 
 @dataclass(frozen=True)
-class BoundPredicate(Expression):
+class BoundPredicate(_Leaf):
     """A predicate on a field id with its type; `name` is kept only for display."""
 
     op: Op
@@ -262,15 +248,6 @@ class BoundPredicate(Expression):
     type: IcebergType
     name: str
     values: tuple[Any, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "op", Op(self.op))
-        object.__setattr__(self, "values", _normalise_values(self.op, self.values))
-        _check_arity(self.op, self.values)
-
-    @property
-    def value(self) -> Any:
-        return self.values[0]
 
     def negate(self) -> "BoundPredicate | Expression":
         """The exact complement under the two-valued semantics (nulls and NaN included)."""
@@ -390,47 +367,12 @@ def not_starts_with(name: str, prefix: str) -> Predicate:
 
 def _bind_literal(t: IcebergType, v: Any, pred: Predicate) -> Any:
     """Check that `v` is an internal value of `t` (ints widened to float/Decimal where exact)."""
-    def bad(why: str) -> ValueError:
-        return ValueError(f"cannot bind {pred}: literal {v!r} {why} for column type {t}")
-
     if v is None:
-        raise bad("is null; use is_null/not_null")
-    if isinstance(t, DecimalType):
-        if isinstance(v, int) and not isinstance(v, bool):
-            return Decimal(v)
-        if isinstance(v, Decimal) and v.is_finite():
-            return v
-        raise bad("is not a finite Decimal")
-    if isinstance(t, FixedType):
-        if isinstance(v, bytes):
-            return v
-        raise bad("is not bytes")
-    assert isinstance(t, PrimitiveType)
-    name = t.name
-    if name == "boolean":
-        if isinstance(v, bool):
-            return v
-    elif name in ("float", "double"):
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            if math.isnan(v):
-                raise bad("is NaN; use is_nan/not_nan")
-            return float(v)
-    elif name in ("int", "long", "date", "time", "timestamp", "timestamptz"):
-        if isinstance(v, int) and not isinstance(v, bool):
-            lo, hi = INT_RANGE if name in ("int", "date") else LONG_RANGE
-            if not lo <= v <= hi:
-                raise bad("is out of range")
-            return v
-    elif name == "string":
-        if isinstance(v, str):
-            return v
-    elif name == "uuid":
-        if isinstance(v, uuid.UUID):
-            return v
-    elif name == "binary":
-        if isinstance(v, bytes):
-            return v
-    raise bad(f"({type(v).__name__}) is not the internal form")
+        raise ValueError(f"cannot bind {pred}: literal {v!r} is null; use is_null/not_null for column type {t}")
+    try:
+        return conversion(t).check_literal(t, v)
+    except LiteralMismatch as e:
+        raise ValueError(f"cannot bind {pred}: literal {v!r} {e} for column type {t}") from None
 
 
 def _bind_predicate(pred: Predicate, schema: Schema, case_sensitive: bool) -> Expression:

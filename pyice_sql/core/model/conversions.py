@@ -21,17 +21,23 @@ decimal(P, S)           decimal.Decimal with exactly S fractional digits
 `to_bytes`/`from_bytes` are the spec's single-value binary form used for column bounds and
 partition summaries; they must match Iceberg Java byte for byte because other engines prune
 with them.
+
+Everything that differs per type is one row of `CONVERSIONS` (binary form, lenient Python/Spark
+conversion, predicate-literal check, exact SQL-literal conversion, Python value), so adding or
+changing a type touches one place and the public functions are plain lookups.
 """
 from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import struct
 import uuid
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Callable
 
-from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, PrimitiveType, type_kind
+from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, type_kind
 
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH_NAIVE = dt.datetime(1970, 1, 1)
@@ -41,16 +47,6 @@ MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
 
 INT_RANGE = (-(2**31), 2**31 - 1)
 LONG_RANGE = (-(2**63), 2**63 - 1)
-_MAX_CODE_POINT = 0x10FFFF
-_SURROGATES = (0xD800, 0xDFFF)
-
-
-def _name(t: IcebergType) -> str:
-    """The primitive name used to dispatch ("decimal"/"fixed" for the parameterised types)."""
-    kind = type_kind(t)
-    if kind == "nested":
-        raise TypeError(f"no single-value form for nested type {t}")
-    return kind
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,71 +100,65 @@ def min_twos_complement(n: int) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------
-# binary single-value serialisation (spec appendix D)
+# Spark SQL string literals
 
 
-def to_bytes(t: IcebergType, v: Any) -> bytes:
-    """Serialise an internal value in Iceberg's single-value binary form (bounds, summaries)."""
-    name = _name(t)
-    if name == "boolean":
-        return b"\x01" if v else b"\x00"
-    if name in ("int", "date"):
-        return struct.pack("<i", v)
-    if name in ("long", "time", "timestamp", "timestamptz"):
-        return struct.pack("<q", v)
-    if name == "float":
-        return struct.pack("<f", v)
-    if name == "double":
-        return struct.pack("<d", v)
-    if name == "string":
-        return bytes(v.encode("utf-8"))
-    if name == "uuid":
-        return bytes(v.bytes)
-    if name == "decimal":
-        assert isinstance(t, DecimalType)
-        return min_twos_complement(decimal_unscaled(v, t.scale))
-    return bytes(v)  # fixed and binary: raw bytes
+_SQL_DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
+_SQL_TIMESTAMP = re.compile(
+    r"^\s*\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?\s*$")
 
 
-def from_bytes(t: IcebergType, b: bytes) -> Any:
-    """Read a single-value binary form back into the internal value of type `t`.
+def sql_date(text: str) -> dt.date:
+    """The date Spark's CAST(text AS DATE) gives, for the one spelling read the same everywhere.
 
-    A 4-byte value read as long or double is a bound written before an int->long or
-    float->double promotion, so it is widened rather than rejected.
+    Raises:
+        ValueError: any other spelling (Spark's lenient forms are left to Spark).
     """
-    name = _name(t)
-    b = bytes(b)
-    if name == "boolean":
-        return any(b)
-    if name in ("int", "date"):
-        return int(struct.unpack("<i", b)[0])
-    if name == "long":
-        return int(struct.unpack("<i" if len(b) == 4 else "<q", b)[0])
-    if name in ("time", "timestamp", "timestamptz"):
-        return int(struct.unpack("<q", b)[0])
-    if name == "float":
-        return float(struct.unpack("<f", b)[0])
-    if name == "double":
-        return float(struct.unpack("<f" if len(b) == 4 else "<d", b)[0])
-    if name == "string":
-        return b.decode("utf-8")
-    if name == "uuid":
-        return uuid.UUID(bytes=b)
-    if name == "decimal":
-        assert isinstance(t, DecimalType)
-        return decimal_from_unscaled(int.from_bytes(b, "big", signed=True), t.scale)
-    return b
+    if not _SQL_DATE.match(text):
+        raise ValueError(f"{text!r} is not a yyyy-mm-dd date")
+    return dt.date.fromisoformat(text.strip())
+
+
+def sql_timestamp(text: str, without_zone: bool) -> dt.datetime:
+    """CAST(text AS TIMESTAMP[_NTZ]) as a naive datetime (UTC wall clock: the session zone is UTC).
+
+    An offset names an instant: kept (as UTC) for a timestamp with zone, refused without one.
+
+    Raises:
+        ValueError: not an ISO spelling, or an offset where the target has no zone.
+    """
+    if not _SQL_TIMESTAMP.match(text):
+        raise ValueError(f"{text!r} is not an ISO timestamp")
+    parsed = dt.datetime.fromisoformat(text.strip().replace(" ", "T", 1).replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        return parsed
+    if without_zone:
+        raise ValueError(f"{text!r} carries an offset; a timestamp without zone has none")
+    return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
 
 
 # ---------------------------------------------------------------------------------------------
-# Python / Spark values <-> internal values
+# per-type conversions
 
 
-def micros_from_datetime(value: dt.datetime) -> int:
-    """Exact µs since the epoch: aware values by their instant, naive ones as UTC wall clock."""
-    epoch = EPOCH_UTC if value.tzinfo is not None else EPOCH_NAIVE
-    delta = value - epoch
-    return (delta.days * 86_400 + delta.seconds) * MICROS_PER_SECOND + delta.microseconds
+class LiteralMismatch(ValueError):
+    """A predicate literal is not the internal form of its column type; the message says why."""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, Decimal)) and not isinstance(v, bool)
+
+
+def _cannot(t: IcebergType, v: Any) -> TypeError:
+    return TypeError(f"cannot convert {type(v).__name__} {v!r} to Iceberg {t}")
+
+
+def _not_internal(v: Any) -> LiteralMismatch:
+    return LiteralMismatch(f"({type(v).__name__}) is not the internal form")
 
 
 def _check_range(v: int, bounds: tuple[int, int], what: str) -> int:
@@ -181,8 +171,372 @@ def _float32(v: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", v))[0])
 
 
-def _parse_datetime(v: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(v.strip().replace(" ", "T", 1))
+def exact_float32(v: float) -> float:
+    """`v` when it is exactly a float32, as Spark compares float columns in double precision.
+
+    Raises:
+        ValueError: `v` would round (or overflow) as a float32.
+    """
+    try:
+        exact = _float32(v) == v
+    except OverflowError:
+        exact = False
+    if not exact:
+        raise ValueError(f"{v!r} is not exactly a float32")
+    return v
+
+
+def _identity(t: IcebergType, v: Any) -> Any:
+    return v
+
+
+def _refuse(t: IcebergType, v: Any) -> Any:
+    raise _cannot(t, v)
+
+
+def _bytes_of(t: IcebergType, v: Any) -> bytes:
+    return bytes(v)
+
+
+def _struct_codec(fmt: str, cast: Callable[[Any], Any], widened: str | None = None) -> tuple[Callable, Callable]:
+    """(to_bytes, from_bytes) for a fixed-width little-endian value; `widened` reads 4-byte bounds
+    written before an int->long or float->double promotion."""
+    def write(t: IcebergType, v: Any) -> bytes:
+        return struct.pack(fmt, v)
+
+    def read(t: IcebergType, b: bytes) -> Any:
+        return cast(struct.unpack(widened if widened and len(b) == 4 else fmt, b)[0])
+    return write, read
+
+
+def _ranged_literal(bounds: tuple[int, int]) -> Callable[[IcebergType, Any], Any]:
+    """Predicate literal check for a type whose internal form is a bounded int."""
+    def check(t: IcebergType, v: Any) -> Any:
+        if not _is_int(v):
+            raise _not_internal(v)
+        if not bounds[0] <= v <= bounds[1]:
+            raise LiteralMismatch("is out of range")
+        return v
+    return check
+
+
+def _instance_literal(*types: type) -> Callable[[IcebergType, Any], Any]:
+    """Predicate literal check for a type whose internal form is one Python type."""
+    def check(t: IcebergType, v: Any) -> Any:
+        if isinstance(v, types):
+            return v
+        raise _not_internal(v)
+    return check
+
+
+# boolean
+
+
+def _boolean_from_python(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, (bool, int)):
+        return bool(v)
+    raise _cannot(t, v)
+
+
+def _boolean_from_sql(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, bool):
+        return v
+    raise _cannot(t, v)
+
+
+# int, long
+
+
+def _integer_from_python(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, (int, str)) and not isinstance(v, bool):
+        name = type_kind(t)
+        return _check_range(int(v), INT_RANGE if name == "int" else LONG_RANGE, name)
+    raise _cannot(t, v)
+
+
+def _integer_from_sql(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, (int, Decimal)) and not isinstance(v, bool) and v == int(v):
+        return _integer_from_python(t, int(v))
+    raise _cannot(t, v)
+
+
+# float, double
+
+
+def _floating_from_python(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, (int, float, str, Decimal)) and not isinstance(v, bool):
+        return _float32(float(v)) if type_kind(t) == "float" else float(v)
+    raise _cannot(t, v)
+
+
+def _floating_literal(t: IcebergType, v: Any) -> Any:
+    if not (isinstance(v, (int, float)) and not isinstance(v, bool)):
+        raise _not_internal(v)
+    if math.isnan(v):
+        raise LiteralMismatch("is NaN; use is_nan/not_nan")
+    return float(v)
+
+
+def _floating_from_sql(t: IcebergType, v: Any) -> Any:
+    if not _is_number(v):
+        raise _cannot(t, v)
+    f = float(v)
+    if math.isnan(f):
+        raise ValueError("NaN literals are left to Spark's NaN ordering rules")
+    return exact_float32(f) if type_kind(t) == "float" else f
+
+
+# date
+
+
+def _date_from_python(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, dt.datetime):
+        raise TypeError(f"a datetime ({v!r}) is not a date; pass .date() explicitly")
+    if isinstance(v, str):
+        v = dt.date.fromisoformat(v.strip())
+    if isinstance(v, dt.date):
+        return (v - EPOCH_DATE).days
+    if _is_int(v):
+        return _check_range(v, INT_RANGE, "date")
+    raise _cannot(t, v)
+
+
+def _date_from_sql(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, str):
+        return _date_from_python(t, sql_date(v))
+    if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
+        return _date_from_python(t, v)
+    raise _cannot(t, v)
+
+
+def _date_to_python(t: IcebergType, v: Any) -> Any:
+    return EPOCH_DATE + dt.timedelta(days=v)
+
+
+# time
+
+
+def _time_from_python(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, str):
+        v = dt.time.fromisoformat(v.strip())
+    if isinstance(v, dt.time):
+        if v.tzinfo is not None:
+            raise ValueError(f"time {v!r} must not carry a time zone")
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * MICROS_PER_SECOND + v.microsecond
+    if _is_int(v):
+        return _check_range(v, (0, MICROS_PER_DAY - 1), "time")
+    raise _cannot(t, v)
+
+
+def _time_to_python(t: IcebergType, v: Any) -> Any:
+    seconds, micros = divmod(v, MICROS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return dt.time(hour, minute, second, micros)
+
+
+# timestamp, timestamptz
+
+
+def _timestamp_from_python(t: IcebergType, v: Any) -> Any:
+    name = type_kind(t)
+    if isinstance(v, str):
+        v = dt.datetime.fromisoformat(v.strip().replace(" ", "T", 1))
+    if isinstance(v, dt.datetime):
+        if name == "timestamp" and v.tzinfo is not None:
+            raise ValueError(f"timestamp (without zone) needs a naive datetime, got {v!r}")
+        return micros_from_datetime(v)
+    if isinstance(v, dt.date):
+        return (v - EPOCH_DATE).days * MICROS_PER_DAY
+    if _is_int(v):
+        return _check_range(v, LONG_RANGE, name)
+    raise _cannot(t, v)
+
+
+def _timestamp_from_sql(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, str):
+        v = sql_timestamp(v, without_zone=type_kind(t) == "timestamp")
+    if isinstance(v, dt.date):  # a date compares as its midnight
+        return _timestamp_from_python(t, v)
+    raise _cannot(t, v)
+
+
+def _timestamp_to_python(t: IcebergType, v: Any) -> Any:
+    return EPOCH_NAIVE + dt.timedelta(microseconds=v)
+
+
+def _timestamptz_to_python(t: IcebergType, v: Any) -> Any:
+    return EPOCH_UTC + dt.timedelta(microseconds=v)
+
+
+# string
+
+
+def _string_from_python(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, str):
+        return v
+    raise _cannot(t, v)
+
+
+# uuid
+
+
+def _uuid_from_python(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, uuid.UUID):
+        return v
+    if isinstance(v, str):
+        return uuid.UUID(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return uuid.UUID(bytes=bytes(v))
+    raise _cannot(t, v)
+
+
+def _uuid_from_sql(t: IcebergType, v: Any) -> Any:
+    # Spark sees uuid columns as lowercase canonical strings, so only that spelling is equal.
+    if isinstance(v, str):
+        u = _uuid_from_python(t, v)
+        if str(u) == v:
+            return u
+    raise _cannot(t, v)
+
+
+# fixed, binary
+
+
+def _bytes_from_python(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        if isinstance(t, FixedType) and len(b) != t.length:
+            raise ValueError(f"{t} needs {t.length} bytes, got {len(b)}")
+        return b
+    raise _cannot(t, v)
+
+
+def _fixed_literal(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, bytes):
+        return v
+    raise LiteralMismatch("is not bytes")
+
+
+# decimal
+
+
+def _decimal_to_bytes(t: IcebergType, v: Any) -> bytes:
+    assert isinstance(t, DecimalType)
+    return min_twos_complement(decimal_unscaled(v, t.scale))
+
+
+def _decimal_from_bytes(t: IcebergType, b: bytes) -> Any:
+    assert isinstance(t, DecimalType)
+    return decimal_from_unscaled(int.from_bytes(b, "big", signed=True), t.scale)
+
+
+def _decimal_from_python(t: IcebergType, v: Any) -> Any:
+    assert isinstance(t, DecimalType)
+    if not _is_number(v) and not isinstance(v, str):
+        raise _cannot(t, v)
+    try:
+        d = Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
+    except InvalidOperation as e:
+        raise ValueError(f"{v!r} is not a decimal") from e
+    unscaled = decimal_unscaled(d, t.scale)
+    if len(str(abs(unscaled))) > t.precision:
+        raise ValueError(f"{v} does not fit {t}")
+    return decimal_from_unscaled(unscaled, t.scale)
+
+
+def _decimal_literal(t: IcebergType, v: Any) -> Any:
+    if _is_int(v):
+        return Decimal(v)
+    if isinstance(v, Decimal) and v.is_finite():
+        return v
+    raise LiteralMismatch("is not a finite Decimal")
+
+
+def _decimal_from_sql(t: IcebergType, v: Any) -> Any:
+    if isinstance(v, (int, Decimal)) and not isinstance(v, bool):
+        return _decimal_from_python(t, v)  # exact or refused
+    raise _cannot(t, v)
+
+
+@dataclass(frozen=True)
+class PrimitiveConversion:
+    """Everything that differs per primitive type, so each conversion is one table lookup.
+
+    `from_python` accepts Python, Spark Row and string values leniently; `check_literal` accepts
+    only the internal form (predicate literals, raising `LiteralMismatch`); `from_sql` accepts a
+    constant of a Spark SQL condition only where Spark would compare it to the column exactly.
+    `from_python` and `from_sql` raise ValueError (value does not fit) or TypeError (wrong kind).
+    """
+
+    to_bytes: Callable[[IcebergType, Any], bytes]
+    from_bytes: Callable[[IcebergType, bytes], Any]
+    from_python: Callable[[IcebergType, Any], Any]
+    check_literal: Callable[[IcebergType, Any], Any]
+    from_sql: Callable[[IcebergType, Any], Any] = _refuse
+    to_python: Callable[[IcebergType, Any], Any] = _identity
+
+
+_INT32 = _struct_codec("<i", int)
+_INT64 = _struct_codec("<q", int)
+_INT_LITERAL = _ranged_literal(INT_RANGE)
+_LONG_LITERAL = _ranged_literal(LONG_RANGE)
+_TIMESTAMP = dict(to_bytes=_INT64[0], from_bytes=_INT64[1], from_python=_timestamp_from_python,
+                  check_literal=_LONG_LITERAL, from_sql=_timestamp_from_sql)
+
+CONVERSIONS: dict[str, PrimitiveConversion] = {
+    "boolean": PrimitiveConversion(lambda t, v: b"\x01" if v else b"\x00", lambda t, b: any(b),
+                                   _boolean_from_python, _instance_literal(bool), _boolean_from_sql),
+    "int": PrimitiveConversion(*_INT32, _integer_from_python, _INT_LITERAL, _integer_from_sql),
+    "long": PrimitiveConversion(_INT64[0], _struct_codec("<q", int, widened="<i")[1], _integer_from_python,
+                                _LONG_LITERAL, _integer_from_sql),
+    "float": PrimitiveConversion(*_struct_codec("<f", float), _floating_from_python, _floating_literal,
+                                 _floating_from_sql),
+    "double": PrimitiveConversion(*_struct_codec("<d", float, widened="<f"), _floating_from_python,
+                                  _floating_literal, _floating_from_sql),
+    "date": PrimitiveConversion(*_INT32, _date_from_python, _INT_LITERAL, _date_from_sql, _date_to_python),
+    "time": PrimitiveConversion(*_INT64, _time_from_python, _LONG_LITERAL, to_python=_time_to_python),
+    "timestamp": PrimitiveConversion(**_TIMESTAMP, to_python=_timestamp_to_python),
+    "timestamptz": PrimitiveConversion(**_TIMESTAMP, to_python=_timestamptz_to_python),
+    "string": PrimitiveConversion(lambda t, v: bytes(v.encode("utf-8")), lambda t, b: bytes(b).decode("utf-8"),
+                                  _string_from_python, _instance_literal(str), _string_from_python),
+    "uuid": PrimitiveConversion(lambda t, v: bytes(v.bytes), lambda t, b: uuid.UUID(bytes=bytes(b)),
+                                _uuid_from_python, _instance_literal(uuid.UUID), _uuid_from_sql),
+    "fixed": PrimitiveConversion(_bytes_of, _bytes_of, _bytes_from_python, _fixed_literal),
+    "binary": PrimitiveConversion(_bytes_of, _bytes_of, _bytes_from_python, _instance_literal(bytes)),
+    "decimal": PrimitiveConversion(_decimal_to_bytes, _decimal_from_bytes, _decimal_from_python,
+                                   _decimal_literal, _decimal_from_sql),
+}
+
+
+def conversion(t: IcebergType) -> PrimitiveConversion:
+    """The conversions of primitive type `t` (raises TypeError for struct/list/map)."""
+    kind = type_kind(t)
+    if kind == "nested":
+        raise TypeError(f"no single-value form for nested type {t}")
+    return CONVERSIONS[kind]
+
+
+def to_bytes(t: IcebergType, v: Any) -> bytes:
+    """Serialise an internal value in Iceberg's single-value binary form (bounds, summaries, spec
+    appendix D)."""
+    return conversion(t).to_bytes(t, v)
+
+
+def from_bytes(t: IcebergType, b: bytes) -> Any:
+    """Read a single-value binary form back into the internal value of type `t`.
+
+    A 4-byte value read as long or double is a bound written before an int->long or
+    float->double promotion, so it is widened rather than rejected.
+    """
+    return conversion(t).from_bytes(t, bytes(b))
+
+
+def micros_from_datetime(value: dt.datetime) -> int:
+    """Exact µs since the epoch: aware values by their instant, naive ones as UTC wall clock."""
+    epoch = EPOCH_UTC if value.tzinfo is not None else EPOCH_NAIVE
+    delta = value - epoch
+    return (delta.days * 86_400 + delta.seconds) * MICROS_PER_SECOND + delta.microseconds
 
 
 def to_internal(t: IcebergType, v: Any) -> Any:
@@ -200,73 +554,7 @@ def to_internal(t: IcebergType, v: Any) -> Any:
     """
     if v is None:
         return None
-    name = _name(t)
-    if name == "boolean":
-        if isinstance(v, (bool, int)):
-            return bool(v)
-    elif name in ("int", "long"):
-        if isinstance(v, (int, str)) and not isinstance(v, bool):
-            return _check_range(int(v), INT_RANGE if name == "int" else LONG_RANGE, name)
-    elif name in ("float", "double"):
-        if isinstance(v, (int, float, str, Decimal)) and not isinstance(v, bool):
-            return _float32(float(v)) if name == "float" else float(v)
-    elif name == "date":
-        if isinstance(v, dt.datetime):
-            raise TypeError(f"a datetime ({v!r}) is not a date; pass .date() explicitly")
-        if isinstance(v, str):
-            v = dt.date.fromisoformat(v.strip())
-        if isinstance(v, dt.date):
-            return (v - EPOCH_DATE).days
-        if isinstance(v, int) and not isinstance(v, bool):
-            return _check_range(v, INT_RANGE, "date")
-    elif name == "time":
-        if isinstance(v, str):
-            v = dt.time.fromisoformat(v.strip())
-        if isinstance(v, dt.time):
-            if v.tzinfo is not None:
-                raise ValueError(f"time {v!r} must not carry a time zone")
-            return ((v.hour * 60 + v.minute) * 60 + v.second) * MICROS_PER_SECOND + v.microsecond
-        if isinstance(v, int) and not isinstance(v, bool):
-            return _check_range(v, (0, MICROS_PER_DAY - 1), "time")
-    elif name in ("timestamp", "timestamptz"):
-        if isinstance(v, str):
-            v = _parse_datetime(v)
-        if isinstance(v, dt.datetime):
-            if name == "timestamp" and v.tzinfo is not None:
-                raise ValueError(f"timestamp (without zone) needs a naive datetime, got {v!r}")
-            return micros_from_datetime(v)
-        if isinstance(v, dt.date):
-            return (v - EPOCH_DATE).days * MICROS_PER_DAY
-        if isinstance(v, int) and not isinstance(v, bool):
-            return _check_range(v, LONG_RANGE, name)
-    elif name == "string":
-        if isinstance(v, str):
-            return v
-    elif name == "uuid":
-        if isinstance(v, uuid.UUID):
-            return v
-        if isinstance(v, str):
-            return uuid.UUID(v)
-        if isinstance(v, (bytes, bytearray, memoryview)):
-            return uuid.UUID(bytes=bytes(v))
-    elif name in ("fixed", "binary"):
-        if isinstance(v, (bytes, bytearray, memoryview)):
-            b = bytes(v)
-            if isinstance(t, FixedType) and len(b) != t.length:
-                raise ValueError(f"{t} needs {t.length} bytes, got {len(b)}")
-            return b
-    elif name == "decimal":
-        assert isinstance(t, DecimalType)
-        if isinstance(v, (int, str, float, Decimal)) and not isinstance(v, bool):
-            try:
-                d = Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
-            except InvalidOperation as e:
-                raise ValueError(f"{v!r} is not a decimal") from e
-            unscaled = decimal_unscaled(d, t.scale)
-            if len(str(abs(unscaled))) > t.precision:
-                raise ValueError(f"{v} does not fit {t}")
-            return decimal_from_unscaled(unscaled, t.scale)
-    raise TypeError(f"cannot convert {type(v).__name__} {v!r} to Iceberg {t}")
+    return conversion(t).from_python(t, v)
 
 
 def to_python(t: IcebergType, v: Any) -> Any:
@@ -276,77 +564,4 @@ def to_python(t: IcebergType, v: Any) -> Any:
     """
     if v is None:
         return None
-    name = _name(t)
-    if name == "date":
-        return EPOCH_DATE + dt.timedelta(days=v)
-    if name == "time":
-        seconds, micros = divmod(v, MICROS_PER_SECOND)
-        minutes, second = divmod(seconds, 60)
-        hour, minute = divmod(minutes, 60)
-        return dt.time(hour, minute, second, micros)
-    if name == "timestamp":
-        return EPOCH_NAIVE + dt.timedelta(microseconds=v)
-    if name == "timestamptz":
-        return EPOCH_UTC + dt.timedelta(microseconds=v)
-    return v
-
-
-# ---------------------------------------------------------------------------------------------
-# metrics bounds
-
-
-def truncate_lower_bound(t: IcebergType, v: Any, width: int) -> Any:
-    """A lower bound for `v` truncated to `width` (code points for strings, bytes for binary).
-
-    A prefix never sorts after the value, so plain truncation stays a valid lower bound.
-    Other types (including fixed) are never truncated.
-    """
-    if v is None or not isinstance(t, PrimitiveType) or t.name not in ("string", "binary"):
-        return v
-    return v[:width]
-
-
-def _next_code_point(cp: int) -> int | None:
-    if cp >= _MAX_CODE_POINT:
-        return None
-    nxt = cp + 1
-    return _SURROGATES[1] + 1 if _SURROGATES[0] <= nxt <= _SURROGATES[1] else nxt
-
-
-def truncate_upper_bound(t: IcebergType, v: Any, width: int) -> Any:
-    """An upper bound for `v` no longer than `width`, or None when none exists.
-
-    The prefix is made larger than every value sharing it by incrementing its last
-    incrementable unit (code point, skipping surrogates; or byte below 0xFF) and dropping the
-    rest, as Iceberg Java's UnicodeUtil/BinaryUtil do. None means "omit the upper bound".
-    """
-    if v is None or not isinstance(t, PrimitiveType) or t.name not in ("string", "binary"):
-        return v
-    if len(v) <= width:
-        return v
-    if t.name == "string":
-        for i in range(width - 1, -1, -1):
-            nxt = _next_code_point(ord(v[i]))
-            if nxt is not None:
-                return v[:i] + chr(nxt)
-        return None
-    for i in range(width - 1, -1, -1):
-        if v[i] < 0xFF:
-            return bytes(v[:i]) + bytes([v[i] + 1])
-    return None
-
-
-def normalize_float_bounds(lower: float | None, upper: float | None) -> tuple[float | None, float | None]:
-    """Make float/double min/max valid Iceberg bounds.
-
-    NaN is never a bound, so a NaN min or max drops both (as Java does). Because -0.0 sorts
-    before +0.0 in Iceberg but compares equal in IEEE, a zero lower bound becomes -0.0 and a
-    zero upper bound +0.0, so both zeros are always covered.
-    """
-    if (lower is not None and math.isnan(lower)) or (upper is not None and math.isnan(upper)):
-        return None, None
-    if lower == 0.0:
-        lower = -0.0
-    if upper == 0.0:
-        upper = 0.0
-    return lower, upper
+    return conversion(t).to_python(t, v)

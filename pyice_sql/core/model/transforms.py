@@ -52,6 +52,11 @@ def _unique(values: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(dict.fromkeys(values))
 
 
+# Comparisons on a truncated string/binary value: inclusive (closed) and strict (open) forms.
+_TEXT_INCLUSIVE = {"<": "<=", "<=": "<=", ">": ">=", ">=": ">=", "=": "="}
+_TEXT_STRICT = {"<": "<", "<=": "<", ">": ">", ">=": ">", "!=": "!="}
+
+
 def _project_ordered_inclusive(op: str, values: tuple[Any, ...], fn: Callable[[Any], Any],
                                step: Callable[[Any, int], Any]) -> Projection | None:
     """Inclusive projection through a monotone transform of a discrete domain.
@@ -328,36 +333,37 @@ class Truncate(Transform):
         return bool(values) and isinstance(values[0], (str, bytes, bytearray, memoryview))
 
     def _inclusive(self, op: str, values: tuple[Any, ...], source: IcebergType | None) -> Projection | None:
-        fn = partial(self.apply, source=source)
         if not self._is_text(values, source):
+            fn = partial(self.apply, source=source)
             return _project_ordered_inclusive(op, values, fn, self._step(values, source))
-        if op in ("starts_with", "not_starts_with"):
-            lit = values[0]
-            if len(lit) < self.width:
-                return op, (lit,)
-            if len(lit) == self.width:
-                return ("=" if op == "starts_with" else "!="), (lit,)
-            return ("starts_with", (fn(lit),)) if op == "starts_with" else None
-        # A prefix cannot decide < or >, so both sides close: x < v only implies trunc(x) <= trunc(v).
-        text_ops = {"<": "<=", "<=": "<=", ">": ">=", ">=": ">=", "=": "="}
-        if op == "in":
-            return "in", _unique(fn(v) for v in values)
-        return (text_ops[op], (fn(values[0]),)) if op in text_ops else None
+        return self._project_text(op, values, source, strict=False)
 
     def _strict(self, op: str, values: tuple[Any, ...], source: IcebergType | None) -> Projection | None:
-        fn = partial(self.apply, source=source)
         if not self._is_text(values, source):
+            fn = partial(self.apply, source=source)
             return _project_ordered_strict(op, values, fn, self._step(values, source))
+        return self._project_text(op, values, source, strict=True)
+
+    def _project_text(self, op: str, values: tuple[Any, ...], source: IcebergType | None,
+                      strict: bool) -> Projection | None:
+        """Prefix projection of a string/binary predicate; `strict` keeps only what the prefix proves.
+
+        A prefix cannot decide < or >: inclusively both sides close (x < v only implies
+        trunc(x) <= trunc(v)), strictly they open (trunc(x) < trunc(v) implies x < v).
+        """
+        fn = partial(self.apply, source=source)
         if op in ("starts_with", "not_starts_with"):
             lit = values[0]
             if len(lit) < self.width:
                 return op, (lit,)
             if len(lit) == self.width:
                 return ("=" if op == "starts_with" else "!="), (lit,)
-            return ("not_starts_with", (fn(lit),)) if op == "not_starts_with" else None
-        text_ops = {"<": "<", "<=": "<", ">": ">", ">=": ">", "!=": "!="}
-        if op == "not_in":
-            return "not_in", _unique(fn(v) for v in values)
+            kept = "not_starts_with" if strict else "starts_with"
+            return (op, (fn(lit),)) if op == kept else None
+        text_ops = _TEXT_STRICT if strict else _TEXT_INCLUSIVE
+        set_op = "not_in" if strict else "in"
+        if op == set_op:
+            return set_op, _unique(fn(v) for v in values)
         return (text_ops[op], (fn(values[0]),)) if op in text_ops else None
 
 

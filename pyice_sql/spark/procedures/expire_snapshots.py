@@ -20,19 +20,19 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.commit.producer import update_metadata
 from pyice_sql.core.errors import AnalysisError, PyIceError, UnsupportedError
 from pyice_sql.core.model.manifest import FileContent
 from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
-from pyice_sql.spark.procedures.arguments import DAY_MS, session_time_zone, timestamp_ms
+from pyice_sql.spark.procedures.arguments import session_time_zone, timestamp_ms
 from pyice_sql.spark.procedures.bulk_files import delete_files
 from pyice_sql.spark.procedures.reachability import path_key, reachable_files, statistics_paths
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
 
 NAME = "expire_snapshots"
-MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * DAY_MS
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,10 @@ def expire(md: TableMetadata, policy: ExpiryPolicy, table_name: str = "table") -
     """`md` without the snapshots (and refs) `policy` expires; `md` itself when nothing expires."""
     now = policy.now_ms
     older_than = (policy.older_than_ms if policy.older_than_ms is not None
-                  else now - _long_property(md, "history.expire.max-snapshot-age-ms", MAX_SNAPSHOT_AGE_MS_DEFAULT))
+                  else now - _long_property(md, props.MAX_SNAPSHOT_AGE_MS, props.MAX_SNAPSHOT_AGE_MS_DEFAULT))
     min_keep = (policy.retain_last if policy.retain_last is not None
-                else _long_property(md, "history.expire.min-snapshots-to-keep", 1))
-    max_ref_age = _long_property(md, "history.expire.max-ref-age-ms", 2 ** 63 - 1)
+                else _long_property(md, props.MIN_SNAPSHOTS_TO_KEEP, props.MIN_SNAPSHOTS_TO_KEEP_DEFAULT))
+    max_ref_age = _long_property(md, props.MAX_REF_AGE_MS, props.MAX_REF_AGE_MS_DEFAULT)
     kept_refs = {}
     for name, ref in md.refs.items():
         snap = md.snapshot_by_id(ref.snapshot_id)
@@ -162,7 +162,7 @@ def expire_snapshots(ctx: ProcedureContext, args: dict[str, Any]) -> list[tuple]
                             f"{args['retain_last']}", position=ctx.position)
     if args["clean_expired_metadata"]:
         raise UnsupportedError(f"{NAME}: clean_expired_metadata is not supported by pyice_sql", position=ctx.position)
-    if table.metadata.property("gc.enabled", "true").lower() == "false":
+    if table.metadata.property(props.GC_ENABLED, str(props.GC_ENABLED_DEFAULT).lower()).lower() == "false":
         raise AnalysisError(f"{NAME} on {table.full_name}: cannot expire snapshots: GC is disabled "
                             "(deleting files may corrupt other tables)", position=ctx.position)
     policy = ExpiryPolicy(

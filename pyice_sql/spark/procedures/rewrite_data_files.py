@@ -22,21 +22,22 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
-from pyice_sql.core.commit.producer import RemovedFile, SnapshotUpdate
+from pyice_sql.core.commit.operations import rewrite_files
+from pyice_sql.core.commit.producer import RemovedFile
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.core.errors import AnalysisError, UnsupportedError
 from pyice_sql.core.expr.predicates import AlwaysTrue
 from pyice_sql.core.model.manifest import FileContent, ManifestEntry
-from pyice_sql.core.model.snapshots import Operation
 from pyice_sql.spark.procedures.arguments import bool_option, long_option, options_map, where_predicate
 from pyice_sql.spark.procedures.binpack import OPTIONS as SIZE_OPTIONS, SizeOptions, plan_partition
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_tasks
-from pyice_sql.spark.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from pyice_sql.spark.operations import commit_or_clean
+from pyice_sql.spark.write.data_writer import write_data_files
+from pyice_sql.core.commit.cleanup import commit_or_clean
 
 NAME = "rewrite_data_files"
 _IGNORED = ("max-concurrent-file-group-rewrites", "partial-progress.max-commits",
@@ -136,7 +137,7 @@ def rewrite_data_files(ctx: ProcedureContext, args: dict[str, Any]) -> list[tupl
         raise UnsupportedError(f"{NAME}: partial-progress.enabled is not supported (the rewrite commits once)",
                                position=ctx.position)
     md = table.metadata
-    table_target = int(md.property("write.target-file-size-bytes", str(DEFAULT_TARGET_FILE_SIZE)))
+    table_target = int(md.property(props.WRITE_TARGET_FILE_SIZE_BYTES, str(props.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT)))
     sizes = SizeOptions.parse(options, table_target, NAME)
     where = where_predicate(args["where"], md.schema(), NAME)
     return run(ctx, table, sizes, DeleteThresholds.parse(options), where, bool(args["dry_run"]),
@@ -170,7 +171,7 @@ def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: D
     write_ctx = ctx.runtime.write_context(table)
     rows = sum(t.file.record_count for t in tasks)
     write_ctx = dataclasses.replace(
-        write_ctx, properties={**write_ctx.properties, "write.target-file-size-bytes": str(binpack.target_file_size)},
+        write_ctx, properties={**write_ctx.properties, props.WRITE_TARGET_FILE_SIZE_BYTES: str(binpack.target_file_size)},
         bytes_per_row=nbytes / rows if rows else write_ctx.bytes_per_row)
     df = read_tasks(ctx.spark, md.schema(), tasks)
     if md.spec().is_unpartitioned:  # one file per target size, not one per input split
@@ -180,8 +181,7 @@ def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: D
     removed += [RemovedFile(d, full_plan.delete_manifests[d.data_file.file_path]) for d in scoped + unscoped]
     validator = RowLevelValidator(NAME, AlwaysTrue(), "snapshot", paths, (),
                                   {(t.file.spec_id, t.file.partition) for t in tasks})
-    update = SnapshotUpdate(Operation.REPLACE, snapshot.snapshot_id, added_data_files=files, removed=removed,
-                            validate=validator,
-                            added_data_sequence_number=snapshot.sequence_number if use_starting_sequence else None)
+    update = rewrite_files(snapshot.snapshot_id, removed, added_data=files, validate=validator,
+                           data_sequence_number=snapshot.sequence_number if use_starting_sequence else None)
     commit_or_clean(table, update, files)
     return _result(len(tasks), len(files), nbytes, len(unscoped))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.format.manifests import ManifestWriter, read_entries, read_manifest_list
 from pyice_sql.core.commit.producer import SnapshotUpdate, commit_update
@@ -20,7 +21,6 @@ from pyice_sql.core.model.snapshots import Operation
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
 
 NAME = "rewrite_manifests"
-TARGET_SIZE_DEFAULT = 8 * 1024 * 1024
 
 
 def _partition_order(entry: ManifestEntry) -> tuple:
@@ -70,7 +70,7 @@ def rewrite_manifests(ctx: ProcedureContext, args: dict[str, Any]) -> list[tuple
     snapshot = md.current_snapshot()
     if snapshot is None:
         return [(0, 0)]
-    target = int(md.property("commit.manifest.target-size-bytes", str(TARGET_SIZE_DEFAULT)))
+    target = int(md.property(props.MANIFEST_TARGET_SIZE_BYTES, str(props.MANIFEST_TARGET_SIZE_BYTES_DEFAULT)))
     manifests = read_manifest_list(table.io, snapshot.manifest_list)
     writer = ManifestWriter(table.io, md.location, md.format_version)
     try:

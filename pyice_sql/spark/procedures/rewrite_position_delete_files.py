@@ -12,24 +12,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.format.manifests import read_entries, read_manifest_list
-from pyice_sql.core.commit.producer import RemovedFile, SnapshotUpdate
+from pyice_sql.core.commit.operations import rewrite_files
+from pyice_sql.core.commit.producer import RemovedFile
 from pyice_sql.core.errors import UnsupportedError
 from pyice_sql.core.expr.evaluators import PartitionEvaluator
 from pyice_sql.core.expr.predicates import Expression
 from pyice_sql.core.model.manifest import EntryStatus, FileContent, ManifestContent
-from pyice_sql.core.model.snapshots import Operation
 from pyice_sql.spark.procedures.arguments import bool_option, options_map, where_predicate
 from pyice_sql.spark.procedures.binpack import OPTIONS as SIZE_OPTIONS, SizeOptions, plan_partition
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
 from pyice_sql.core.scan.planner import plan_files
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.write.delete_writer import write_position_deletes
-from pyice_sql.spark.operations import commit_or_clean
+from pyice_sql.core.commit.cleanup import commit_or_clean
 
 NAME = "rewrite_position_delete_files"
-DELETE_TARGET_DEFAULT = 64 * 1024 * 1024
 OPTIONS = (*SIZE_OPTIONS, "partial-progress.enabled", "partial-progress.max-commits",
            "max-concurrent-file-group-rewrites", "rewrite-job-order")
 
@@ -77,8 +77,8 @@ def rewrite_position_delete_files(ctx: ProcedureContext, args: dict[str, Any]) -
     if bool_option(options, "partial-progress.enabled", False, NAME):
         raise UnsupportedError(f"{NAME}: partial-progress.enabled is not supported (the rewrite commits once)",
                                position=ctx.position)
-    sizes = SizeOptions.parse(options, int(md.property("write.delete.target-file-size-bytes",
-                                                       str(DELETE_TARGET_DEFAULT))), NAME)
+    sizes = SizeOptions.parse(options, int(md.property(props.DELETE_TARGET_FILE_SIZE_BYTES,
+                                                       str(props.DELETE_TARGET_FILE_SIZE_BYTES_DEFAULT))), NAME)
     where = where_predicate(args["where"], md.schema(), NAME)
     groups = plan_groups(live_position_deletes(table, where), sizes)
     chosen = [d for g in groups for d in g]
@@ -91,6 +91,6 @@ def rewrite_position_delete_files(ctx: ProcedureContext, args: dict[str, Any]) -
     rows = read_position_deletes(ctx.spark, [d.entry.data_file for d in chosen]).dropDuplicates()
     # the writer keeps only rows whose target is in `live`: deletes of dead files go away here
     written = write_position_deletes(ctx.spark, rows, live, ctx.runtime.write_context(table))
-    update = SnapshotUpdate(Operation.REPLACE, md.current_snapshot_id, added_delete_files=written, removed=chosen)
+    update = rewrite_files(md.current_snapshot_id, chosen, added_deletes=written)
     commit_or_clean(table, update, written)
     return [(len(chosen), len(written), nbytes, sum(f.file_size_in_bytes for f in written))]

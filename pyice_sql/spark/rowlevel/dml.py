@@ -20,8 +20,11 @@ from dataclasses import dataclass, replace
 from pyspark.sql import DataFrame, functions as F
 from sqlglot import exp
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
-from pyice_sql.core.commit.producer import RemovedFile, SnapshotUpdate
+from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_failure
+from pyice_sql.core.commit.operations import row_delta
+from pyice_sql.core.commit.producer import RemovedFile
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, KEY_PREFIX, MATCHED_PAIR, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
@@ -29,18 +32,15 @@ from pyice_sql.spark.rowlevel.compile.merge_rows import (
 )
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
 from pyice_sql.core.errors import AnalysisError, CardinalityError
-from pyice_sql.core.expr.evaluators import PartitionEvaluator, StrictMetricsEvaluator
+from pyice_sql.core.expr.evaluators import rows_must_match
 from pyice_sql.core.expr.from_sql import target_columns, to_predicate
 from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
 from pyice_sql.core.model.conversions import to_internal
 from pyice_sql.core.model.manifest import DataFile, FileContent
-from pyice_sql.core.model.snapshots import MAIN_BRANCH, Operation
+from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.core.plan import builder
 from pyice_sql.core.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, PruningFilter, RowLevelPlan
-from pyice_sql.core.plan.rules.expression_placement import check_placement
-from pyice_sql.core.plan.rules.join_type import choose_join
-from pyice_sql.core.plan.rules.prune_target import prune_target
-from pyice_sql.core.plan.rules.write_mode import choose_write_mode
+from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_position_deletes, read_tasks
@@ -49,7 +49,6 @@ from pyice_sql.spark.schema import schema_to_spark
 from pyice_sql.core.sql import statements as st
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote, write_data_files
 from pyice_sql.spark.write.delete_writer import write_position_deletes
-from pyice_sql.spark.operations import commit_or_clean
 
 MAX_SOURCE_KEY_VALUES = 1000
 _views = itertools.count()
@@ -102,13 +101,11 @@ class RowLevelExecutor:
             plan = builder.build_update(stmt, schema)
         else:
             plan = builder.build_delete(stmt)
-        plan = choose_join(plan)
         source_cols = {c.lower() for c in source.columns} if source is not None else set()
-        plan = prune_target(plan, schema, self._target_column(plan, schema, source_cols),
-                            self._source_column(plan, source_cols))
-        plan = choose_write_mode(plan, dict(table.metadata.properties))
-        check_placement(plan, source is None or source._jdf.queryExecution().analyzed().deterministic())
-        return table, plan, source
+        ctx = RuleContext(schema, table.metadata.properties, self._target_column(plan, schema, source_cols),
+                          self._source_column(plan, source_cols),
+                          lambda: source is None or source._jdf.queryExecution().analyzed().deterministic())
+        return table, apply_rules(plan, ctx), source
 
     def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:
         try:
@@ -228,7 +225,7 @@ class RowLevelExecutor:
         ctx = self.session.runtime.write_context(table)
         by_path = {t.file.file_path: t for t in tasks}
         written: list[DataFile] = []
-        try:
+        with delete_written_on_failure(table.io, written):
             if plan.mode == "merge-on-read":
                 data_files = write_data_files(new_rows, ctx, rebalance=True)
                 written += data_files
@@ -258,10 +255,6 @@ class RowLevelExecutor:
                 folded = []
                 removed_tasks = rewrite + list(whole)
                 referenced = []
-        except BaseException:
-            for f in written:
-                table.io.delete(f.file_path)
-            raise
         task.phase("write", f"{len(data_files)} data files, {len(delete_files)} delete files written")
         removed = self._removed_files(removed_tasks, scan)
         if plan.mode == "merge-on-read":
@@ -269,12 +262,11 @@ class RowLevelExecutor:
         result.added_data_files = len(data_files)
         result.added_delete_files = len(delete_files)
         result.removed_data_files = sum(1 for r in removed if r.entry.data_file.content == 0)
-        update = SnapshotUpdate(
-            _operation(data_files, delete_files, removed), start.snapshot_id if start else None,
-            added_data_files=data_files, added_delete_files=delete_files, removed=removed,
-            validate=RowLevelValidator(plan.command, plan.scan_filter, _isolation(md, plan.command),
-                                       [r.entry.data_file.file_path for r in removed], referenced,
-                                       [(by_path[p].file.spec_id, by_path[p].file.partition) for p in referenced]),
+        update = row_delta(
+            start.snapshot_id if start else None, data_files, delete_files, removed,
+            RowLevelValidator(plan.command, plan.scan_filter, _isolation(md, plan.command),
+                              [r.entry.data_file.file_path for r in removed], referenced,
+                              [(by_path[p].file.spec_id, by_path[p].file.partition) for p in referenced]),
             branch=branch)
         committed = commit_or_clean(table, update, written)
         result.snapshot_id = committed.metadata.refs[branch].snapshot_id
@@ -329,15 +321,10 @@ class RowLevelExecutor:
             strict: Expression = AlwaysTrue()
         else:
             strict = to_predicate(plan.where, target_columns(schema, _qualifiers(plan)), schema, "strict")
-        metrics = StrictMetricsEvaluator(schema, strict)
-        evals: dict[int, PartitionEvaluator] = {}
+        must_match = rows_must_match(schema, md.spec_by_id, strict)
         whole, rest = [], []
         for t in scan.tasks:
-            f = t.file
-            if f.spec_id not in evals:
-                evals[f.spec_id] = PartitionEvaluator(md.spec_by_id(f.spec_id), schema, strict, strict=True)
-            covered = not t.deletes and (evals[f.spec_id].eval(f.partition) or metrics.eval(f))
-            (whole if covered else rest).append(t)
+            (whole if not t.deletes and must_match(t.file) else rest).append(t)
         return whole, rest
 
     def _check_cardinality(self, table: Table, plan: RowLevelPlan, tagged: DataFrame) -> None:
@@ -412,20 +399,11 @@ def _tag_statistics(tagged: DataFrame, pairs: bool) -> TagStatistics:
     return TagStatistics(counts, touched, ambiguous, repeated)
 
 
-def _operation(data_files: list, delete_files: list, removed: list) -> str:
-    if removed and not data_files and not delete_files:
-        return Operation.DELETE
-    if data_files and not removed and not delete_files:
-        return Operation.APPEND
-    if delete_files and not data_files:
-        return Operation.DELETE
-    return Operation.OVERWRITE
-
-
 def _isolation(md, command: str) -> str:
-    level = md.property(f"write.{command.lower()}.isolation-level", "serializable").lower()
+    key = props.isolation_level(command)
+    level = md.property(key, props.ISOLATION_LEVEL_DEFAULT).lower()
     if level not in ("serializable", "snapshot"):
-        raise AnalysisError(f"write.{command.lower()}.isolation-level={level!r}: use serializable or snapshot")
+        raise AnalysisError(f"{key}={level!r}: use serializable or snapshot")
     return level
 
 

@@ -19,22 +19,34 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
+from pyice_sql.core.catalog.base import Table, TableIdentifier
 from pyice_sql.core.errors import NoSuchTableError
 from pyice_sql.core.sql import statements as st
 from pyice_sql.core.sql.dialect import quote_identifier as _quote
 
-if TYPE_CHECKING:
-    from pyice_sql.spark.session import IceSession
-
 _names = itertools.count()
 PREFIX = "__pyice_table_"
+
+
+class SessionTables(Protocol):
+    """What live relations use of the session that owns them (IceSession provides it)."""
+
+    spark: SparkSession
+
+    def resolve_ref(self, ref: st.TableRef) -> tuple[str, TableIdentifier]: ...
+
+    def load_ref(self, ref: st.TableRef) -> Table: ...
+
+    def scan_ref(self, ref: st.TableRef) -> DataFrame: ...
+
+    def empty_result(self) -> DataFrame: ...
 
 
 @dataclasses.dataclass
@@ -46,7 +58,7 @@ class _Live:
 class LiveRelations:
     """The live relations of one IceSession (temp views belong to its SparkSession)."""
 
-    def __init__(self, session: IceSession) -> None:
+    def __init__(self, session: SessionTables) -> None:
         self.session = session
         self.spark = session.spark
         self._live: dict[st.TableRef, _Live] = {}
@@ -67,7 +79,7 @@ class LiveRelations:
             live = self._live.get(self._key(query.tables[0]))
             if live is not None:  # never cached when never made live: nothing to do
                 self.spark.catalog.uncacheTable(_quote(live.name))
-            return self.session._ok()
+            return self.session.empty_result()
         names = {self._key(ref): self.name_for(ref) for ref in query.tables}
         if isinstance(tree, exp.Cache) and tree.args.get("expression") is None:
             # CACHE TABLE <pyice table>: cache its live relation
@@ -122,7 +134,7 @@ class LiveRelations:
     # --- helpers ----------------------------------------------------------------------------
     def _key(self, ref: st.TableRef) -> st.TableRef:
         """The table (and version, metadata table) a reference reads, whatever its alias or spelling."""
-        catalog, ident = self.session._ref_ident(ref)
+        catalog, ident = self.session.resolve_ref(ref)
         return dataclasses.replace(ref, catalog=catalog, namespace=ident.namespace, alias=None, position=None)
 
     def _publish(self, key: st.TableRef, name: str) -> str:

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, functions as F, types as T
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
 from pyice_sql.core.format.fileio import FileIO
 from pyice_sql.core.model import types as it
@@ -47,7 +48,6 @@ from pyice_sql.spark.write.stats import data_file_from_footer, top_level_leaves
 from pyice_sql.core.sql.dialect import quote_identifier as quote
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
 DEFAULT_BYTES_PER_ROW = 64
 _SAFE = "^[A-Za-z0-9_.-]*$"
 _FOLDER = re.compile(r"^(?P<name>[^=]+)=(?P<value>.*)$")
@@ -253,9 +253,9 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
         out = out.observe(observation, *[
             F.sum(F.when(F.isnan(F.col(".".join(quote(p) for p in path))), 1).otherwise(0)).alias(str(fid))
             for fid, path in nan_columns.items()])
-    target = int(ctx.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
+    target = int(ctx.properties.get(props.WRITE_TARGET_FILE_SIZE_BYTES, props.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT))
     max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
-    codec = ctx.properties.get("write.parquet.compression-codec", "zstd").lower()
+    codec = ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     writer = (out.write.mode("errorifexists").option("maxRecordsPerFile", max_records).options(**NO_SUCCESS_MARKER)
@@ -276,7 +276,7 @@ def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column
     partitioned table; `range`: by partition and sort order; `none`: as they come), then each task
     sorts its rows by partition and the table's sort order, so every file is sorted by it."""
     keys = [_sort_key(f, ctx.schema) for f in ctx.sort_order.fields]
-    mode = ctx.properties.get("write.distribution-mode", "").lower()
+    mode = ctx.properties.get(props.WRITE_DISTRIBUTION_MODE, "").lower()
     if mode == "range" and (folders or keys):
         out = out.repartitionByRange(*folders, *keys)
     elif folders and mode != "none":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
 from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent
@@ -28,7 +29,7 @@ DELETE_SCHEMA = Schema((
     it.NestedField(2147483546, "file_path", it.STRING, True),
     it.NestedField(2147483545, "pos", it.LONG, True),
 ))
-_FULL_METRICS = {"write.metadata.metrics.default": "full"}
+_FULL_METRICS = {props.DEFAULT_WRITE_METRICS_MODE: "full"}
 # Folder key of each delete file: not `_`-prefixed, or remove_orphan_files (Iceberg skips hidden
 # paths) could never clean up the delete files of a failed commit.
 _TARGET = "target_file"
@@ -53,8 +54,8 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
     rows = rows.repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "pos")
     operation_id = new_operation_id(deletes=True)
     out_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
-    codec = ctx.properties.get("write.delete.parquet.compression-codec",
-                               ctx.properties.get("write.parquet.compression-codec", "zstd")).lower()
+    codec = ctx.properties.get(props.DELETE_PARQUET_COMPRESSION,
+                               ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT)).lower()
     (rows.write.mode("errorifexists").options(**NO_SUCCESS_MARKER)
      .option("compression", "none" if codec == "uncompressed" else codec)
      .partitionBy(_TARGET).parquet(out_dir))

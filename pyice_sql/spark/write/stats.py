@@ -12,22 +12,21 @@ import re
 import struct
 from typing import Any
 
+from pyice_sql.core import properties as props
 from pyice_sql.core.model import types as it
-from pyice_sql.core.model.conversions import (
-    decimal_from_unscaled, from_bytes, normalize_float_bounds, to_bytes, truncate_lower_bound,
-    truncate_upper_bound,
-)
+from pyice_sql.core.model.bounds import normalize_float_bounds, truncate_lower_bound, truncate_upper_bound
+from pyice_sql.core.model.conversions import decimal_from_unscaled, from_bytes, to_bytes
 from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.schema import Schema
 
-DEFAULT_METRICS_MODE = "truncate(16)"
 _TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
 
 
 def metrics_mode(properties: dict[str, str], column: str) -> tuple[str, int | None]:
     """(mode, width) for a column from `write.metadata.metrics.*` table properties."""
-    mode = properties.get(f"write.metadata.metrics.column.{column}",
-                          properties.get("write.metadata.metrics.default", DEFAULT_METRICS_MODE)).strip().lower()
+    mode = properties.get(props.METRICS_MODE_COLUMN_CONF_PREFIX + column,
+                          properties.get(props.DEFAULT_WRITE_METRICS_MODE,
+                                         props.DEFAULT_WRITE_METRICS_MODE_DEFAULT)).strip().lower()
     m = _TRUNCATE.match(mode)
     if m:
         return "truncate", int(m.group(1))
