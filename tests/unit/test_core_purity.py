@@ -1,5 +1,6 @@
 """pyice_sql.core never imports Spark: every core module loads in a fresh interpreter without pyspark
-or py4j, and `import pyice_sql` itself loads neither (its public names resolve on first use)."""
+or py4j, and `import pyice_sql` itself loads neither (its public names resolve on first use).
+The core's own unit tests (tests/unit/core) load no Spark either, so they run without a JVM."""
 from __future__ import annotations
 
 import json
@@ -34,3 +35,10 @@ def test_every_core_module_imports_without_spark():
 def test_import_pyice_sql_loads_no_spark_until_a_public_name_is_used():
     assert _fresh_import(["pyice_sql"]) == []
     assert "pyspark" in _fresh_import(["pyice_sql.spark.session"])  # the probe does see Spark when it loads
+
+
+def test_core_unit_tests_load_no_spark():
+    tests = Path(__file__).resolve().parent / "core"
+    modules = [f"tests.unit.core.{p.stem}" for p in sorted(tests.glob("test_*.py"))]
+    assert len(modules) >= 10
+    assert _fresh_import(modules) == []

@@ -1,6 +1,6 @@
 """Puffin files: writing, reading back, Java's footer, and footers that lie.
 
-The Java-written fixtures are described in tests/unit/test_deletion_vector.py.
+The Java-written fixtures are described in tests/unit/core/test_deletion_vector.py.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pyice_sql.core.format.puffin import (
 )
 from pyice_sql.core.errors import CorruptTableError, UnsupportedError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "puffin"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "puffin"
 WHERE = "/warehouse/db/t/data/x-deletes.puffin"
 
 

@@ -276,6 +276,7 @@ PROJECTION_CASES = [
 ]
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("col,transform", PROJECTION_CASES)
 def test_projection_against_brute_force(col: str, transform: str) -> None:
     """Inclusive: a matching row's partition passes. Strict: a passing partition's rows all match."""
@@ -420,6 +421,7 @@ def file_from_rows(rng: random.Random, rows: list[dict[int, Any]], fids: list[in
                      nan_value_counts=maps[2], lower_bounds=maps[3], upper_bounds=maps[4])
 
 
+@pytest.mark.exhaustive
 def test_metrics_evaluators_against_brute_force() -> None:
     rng = random.Random(7)
     fids = [2, 3, 4, 5, 6, 7, 8, 10]
@@ -598,6 +600,7 @@ def _rand_sql(rng: random.Random, depth: int = 2) -> str:
     return f"({_rand_sql(rng, depth - 1)}) {kind} ({_rand_sql(rng, depth - 1)})"
 
 
+@pytest.mark.exhaustive
 def test_from_sql_against_duckdb() -> None:
     """SQL semantics oracle: inclusive keeps every selected row; strict selects only selected rows."""
     rng = random.Random(3)

@@ -33,7 +33,7 @@ from pyice_sql.core.model.types import (
     DOUBLE, INT, LONG, STRING, TIMESTAMPTZ, ListType, MapType, NestedField, StructType,
 )
 
-DATA_DIR = Path(__file__).parent / "data"
+DATA_DIR = Path(__file__).parent.parent / "data"
 JAVA_FILES = ["java_v1.metadata.json", "java_v2_evolved.metadata.json", "java_v2_merge_on_read.metadata.json"]
 JAVA_ENV_KEYS = ("spark.app.id", "engine-version", "app-id", "engine-name", "iceberg-version")
 JAVA_KEY_ORDER = [

@@ -20,7 +20,7 @@ from pyice_sql.core.model.manifest import DataFile, EntryStatus, ManifestContent
 from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.model.types import field_from_json, field_to_json, type_from_json
 
-JAVA_V3 = Path(__file__).parent / "data" / "java_v3_row_lineage.metadata.json"
+JAVA_V3 = Path(__file__).parent.parent / "data" / "java_v3_row_lineage.metadata.json"
 
 
 def _entry(status: EntryStatus, records: int, first_row_id: int | None = None) -> ManifestEntry:

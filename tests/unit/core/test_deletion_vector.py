@@ -30,7 +30,7 @@ from pyice_sql.core.format.deletion_vector import (
 from pyice_sql.core.format.puffin import blob_bytes, read_puffin, write_puffin
 from pyice_sql.core.errors import CorruptTableError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "puffin"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "puffin"
 WHERE = "/warehouse/db/t/data/x-deletes.puffin"
 
 JAVA_FIXTURES = {
