@@ -8,7 +8,7 @@ as separate jobs on one table do. Checked afterwards, for the filesystem and the
   - replaying the landed statements' intents in snapshot order gives exactly the table's rows
     (so no lost update, no duplicate or lost row), which Iceberg Java reads too;
   - failed commits left no files behind.
-Scale: PYICE_RELIABILITY_SCALE="KxN" (K workers × N statements); CI runs the default.
+Scale: PYICE_RELIABILITY_SCALE="KxN" (K workers × N statements); CI runs the default, 3x6.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.reliability, pytest.mark.interop]
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOGS = ("hadoop", "sql")
-K, N = (int(x) for x in os.environ.get("PYICE_RELIABILITY_SCALE", "3x10").lower().split("x"))
+K, N = (int(x) for x in os.environ.get("PYICE_RELIABILITY_SCALE", "3x6").lower().split("x"))
 PROPS = ("'write.merge.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-read', "
          "'write.update.mode' = 'copy-on-write', 'commit.retry.num-retries' = '20', "
          "'commit.retry.min-wait-ms' = '50'")
