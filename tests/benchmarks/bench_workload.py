@@ -5,7 +5,8 @@
       --modes merge-on-read,copy-on-write --shapes uniform,clustered --repeat 1
 
 The workload is /work/shared/bench/iceberg_java_workload.py (its `build()` makes the base and
-source DataFrames): insert, merge, update, delete, scan on a 5-column table, uniform (8 files) or
+source DataFrames): insert, merge, update, delete, three 3-row statements (merge3, update3,
+delete3: the small-statement case), scan on a 5-column table, uniform (8 files) or
 clustered (100 files sorted by id). Per (mode, shape, repeat) both engines get their own fresh
 table — the reference in catalog `ref` (Iceberg 1.10.2 through spark.sql), pyice_sql in catalog
 `local` (ice.sql / ice.append) — and run each op in turn; which engine goes first alternates per
@@ -42,12 +43,16 @@ sys.path.insert(0, os.path.join(SHARED, "iceberg-reference"))
 import iceberg_ref  # noqa: E402
 from iceberg_java_workload import build  # noqa: E402
 
-OPS = ("insert", "merge", "update", "delete", "scan")
+# merge3 / update3 / delete3: 3-row statements on the warm session (the small-statement target)
+OPS = ("insert", "merge", "update", "delete", "merge3", "update3", "delete3", "scan")
+SMALL_SOURCE = ("SELECT * FROM VALUES (11, 'c1', 5.0, TIMESTAMP '2024-01-01 00:00:00', 'small'), "
+                "(12, 'c2', 6.0, TIMESTAMP '2024-01-01 00:00:00', 'small'), "
+                "(-1, 'c3', 7.0, TIMESTAMP '2024-01-01 00:00:00', 'small') AS v(id, category, amount, ts, payload)")
 COLUMNS = "id bigint, category string, amount double, ts timestamp, payload string"
 SCAN = "SELECT count(*), sum(amount), count(distinct category) FROM {t}"
 
 
-def session(warehouse: str, master: str):
+def session(warehouse: str, master: str, spark_defaults: bool):
     """One SparkSession carrying both engines: Iceberg's runtime + extensions, and pyice's shim."""
     from pyspark.sql import SparkSession
 
@@ -62,8 +67,9 @@ def session(warehouse: str, master: str):
          .config("spark.sql.catalog.ref.warehouse", os.path.join(warehouse, "ref"))
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", "8"))
+         .config("spark.ui.showConsoleProgress", "false"))
+    if not spark_defaults:  # the shared workload's setting; --spark-defaults keeps Spark's 200
+        b = b.config("spark.sql.shuffle.partitions", "8")
     for k, v in SPARK_SETTINGS.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
@@ -120,8 +126,11 @@ def run_case(spark, ice, jobs, a, mode: str, shape: str, rep: int, case_no: int,
     src.count()
     src.createOrReplaceTempView("src")
 
-    def merge(t):
-        return f"MERGE INTO {t} t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    def merge(t, source="src"):
+        return f"MERGE INTO {t} t USING {source} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+
+    def both(sql):
+        return lambda: spark.sql(sql.format(t=ref_t)).collect(), lambda: ice.sql(sql.format(t=ice_t)).collect()
 
     steps = {
         "insert": (lambda: base.writeTo(ref_t).append(), lambda: ice.append(ice_t, base)),
@@ -130,7 +139,10 @@ def run_case(spark, ice, jobs, a, mode: str, shape: str, rep: int, case_no: int,
                    lambda: ice.sql(f"UPDATE {ice_t} SET amount = amount * 2 WHERE id % 100 = 3").collect()),
         "delete": (lambda: spark.sql(f"DELETE FROM {ref_t} WHERE id % 100 = 7").collect(),
                    lambda: ice.sql(f"DELETE FROM {ice_t} WHERE id % 100 = 7").collect()),
-        "scan": (lambda: spark.sql(SCAN.format(t=ref_t)).collect(), lambda: ice.sql(SCAN.format(t=ice_t)).collect()),
+        "merge3": both(merge("{t}", f"({SMALL_SOURCE})")),
+        "update3": both("UPDATE {t} SET amount = amount + 1 WHERE id IN (21, 22, 23)"),
+        "delete3": both("DELETE FROM {t} WHERE id IN (31, 32, 33)"),
+        "scan": both(SCAN),
     }
     scans = {}
     for i, op in enumerate(OPS):
@@ -158,7 +170,7 @@ def run_case(spark, ice, jobs, a, mode: str, shape: str, rep: int, case_no: int,
                 rec["files_kept"] = m.data_files_total - m.skipped_by_partition - m.skipped_by_metrics
                 rec["files_total"] = m.data_files_total
                 rec["delete_files_read"] = m.delete_files
-            if sys_name == "pyice" and op in ("merge", "update", "delete") and out:
+            if sys_name == "pyice" and op not in ("insert", "scan") and out:
                 rec["result"] = {k: v for k, v in out[0].asDict().items() if k != "snapshot_id"}
             if op != "scan":
                 rec["snapshot"] = (last_summary(spark.sql, ref_t) if sys_name == "iceberg-java"
@@ -204,7 +216,10 @@ def main() -> int:
     ap.add_argument("--modes", default="merge-on-read,copy-on-write")
     ap.add_argument("--shapes", default="uniform,clustered")
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--master", default=os.environ.get("ICEBERG_REF_MASTER", "local[2]"))
+    ap.add_argument("--master", default=os.environ.get("ICEBERG_REF_MASTER", "local[2]"),
+                    help="e.g. local-cluster[2,1,1024]: two executor JVMs from the pip wheel alone")
+    ap.add_argument("--spark-defaults", action="store_true",
+                    help="keep Spark's default settings (200 shuffle partitions) instead of the workload's 8")
     ap.add_argument("--warehouse", help="default: a fresh temp dir, removed at the end")
     ap.add_argument("--jobs", action="store_true", help="record the Spark jobs of every op")
     ap.add_argument("--profile", metavar="FILE", help="cProfile pyice's ops into FILE (pstats)")
@@ -213,7 +228,7 @@ def main() -> int:
     import pyice_sql
 
     wh = a.warehouse or tempfile.mkdtemp(prefix="pyice-bench-")
-    spark = session(wh, a.master)
+    spark = session(wh, a.master, a.spark_defaults)
     ice = pyice_sql.connect(spark, warehouse=os.path.join(wh, "pyice"))
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ref.db")
     ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
