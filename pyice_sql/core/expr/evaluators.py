@@ -138,23 +138,37 @@ class _FileStats:
                 _decode(p.type, self._get(self.f.upper_bounds, p.field_id)))
 
 
-class InclusiveMetricsEvaluator:
-    """Whether a data file might contain a row matching the filter, from its column metrics."""
+class _MetricsEvaluator:
+    """A filter judged per data file from its column metrics; subclasses say what an empty file and
+    untrustworthy metrics (v1 writers could store record_count -1) answer, and judge one predicate."""
+
+    EMPTY_FILE: bool
+    UNTRUSTED_METRICS: bool
 
     def __init__(self, schema: Schema, row_filter: Expression, case_sensitive: bool = False) -> None:
         self.expr = rewrite_not(bind(row_filter, schema, case_sensitive))
 
     def eval(self, data_file: DataFile) -> bool:
-        """False only when the metrics prove no row matches."""
         if data_file.record_count == 0:
-            return False
-        if data_file.record_count < 0:  # v1 writers could store -1: the metrics are not trustworthy
-            return True
+            return self.EMPTY_FILE
+        if data_file.record_count < 0:
+            return self.UNTRUSTED_METRICS
         stats = _FileStats(data_file)
-        return visit(self.expr, lambda p: self._might_match(p, stats))
+        return visit(self.expr, lambda p: self._test(p, stats))
 
     @staticmethod
-    def _might_match(p: BoundPredicate, s: _FileStats) -> bool:
+    def _test(p: BoundPredicate, s: _FileStats) -> bool:
+        raise NotImplementedError
+
+
+class InclusiveMetricsEvaluator(_MetricsEvaluator):
+    """Whether a data file might contain a row matching the filter: eval is False only when the
+    metrics prove no row matches."""
+
+    EMPTY_FILE, UNTRUSTED_METRICS = False, True
+
+    @staticmethod
+    def _test(p: BoundPredicate, s: _FileStats) -> bool:
         op = p.op
         if op == Op.IS_NULL:
             return s.nulls(p.field_id) != 0
@@ -177,23 +191,14 @@ class InclusiveMetricsEvaluator:
         return not _bounds_exclude(op, p.values, lower, upper)
 
 
-class StrictMetricsEvaluator:
-    """Whether every row of a data file surely matches the filter (e.g. DELETE drops it whole)."""
+class StrictMetricsEvaluator(_MetricsEvaluator):
+    """Whether every row of a data file surely matches the filter (e.g. DELETE drops it whole): eval
+    is True only when the metrics prove all rows match; missing or odd metrics give False."""
 
-    def __init__(self, schema: Schema, row_filter: Expression, case_sensitive: bool = False) -> None:
-        self.expr = rewrite_not(bind(row_filter, schema, case_sensitive))
-
-    def eval(self, data_file: DataFile) -> bool:
-        """True only when the metrics prove all rows match; missing or odd metrics give False."""
-        if data_file.record_count == 0:
-            return True
-        if data_file.record_count < 0:
-            return False
-        stats = _FileStats(data_file)
-        return visit(self.expr, lambda p: self._must_match(p, stats))
+    EMPTY_FILE, UNTRUSTED_METRICS = True, False
 
     @staticmethod
-    def _must_match(p: BoundPredicate, s: _FileStats) -> bool:
+    def _test(p: BoundPredicate, s: _FileStats) -> bool:
         op = p.op
         if op == Op.IS_NULL:
             return s.only_nulls(p)
