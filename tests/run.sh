@@ -15,10 +15,11 @@ SHARED=${PYICE_SHARED:-$(cd .. && pwd)/shared}
 PYTHON=$PWD/.venv/bin/python bash "$SHARED/iceberg-reference/setup.sh" >/dev/null
 export PYICE_SHARED=$SHARED TZ=UTC
 status=0
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@" || status=$?
+# (Spark Connect is tested in the Spark 4 pass below, whose venv has pyspark's connect extras)
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 --ignore=tests/connect "$@" || status=$?
 
 # Spark 4 (Scala 2.13, ANSI mode on by default): the suites that need no reference engine of their
-# own (the few Spark tests that compare with Iceberg Java run it from the 3.5 venv), narrowed by
+# own (the few Spark and Connect tests that compare with Iceberg Java run it from the 3.5 venv), narrowed by
 # the caller's -m if any. PYICE_SPARK4=0 skips this pass.
 [ "${PYICE_SPARK4:-1}" = 0 ] && exit $status
 marker='not interop and not reliability and not rest and not benchmark'
@@ -29,10 +30,10 @@ while [ $# -gt 0 ]; do
     *) rest+=("$1"); shift ;;
   esac
 done
-echo "== Spark $SPARK4: unit and Spark suites =="
+echo "== Spark $SPARK4: unit, Spark and Spark Connect suites =="
 [ -x .venv-spark4/bin/python ] || "$PY" -m venv .venv-spark4
 .venv-spark4/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv-spark4/bin/python -m pip install -q -e '.[test]' "pyspark==$SPARK4"
+.venv-spark4/bin/python -m pip install -q -e '.[test,connect]' "pyspark==$SPARK4"
 started=$SECONDS
 PYICE_REF_PYTHON=$PWD/.venv/bin/python .venv-spark4/bin/python -m pytest -q -p no:cacheprovider --durations=10 \
   -m "$marker" ${rest[@]+"${rest[@]}"} || { rc=$?; [ $rc = 5 ] || status=$rc; }  # 5: the -m left nothing here

@@ -94,6 +94,8 @@ def _catalog(name: str, fields: Mapping[str, str], props: Mapping[str, str]) -> 
 
 def spark_conf(spark) -> dict[str, str]:
     """The session's `spark.pyice.*` settings: those set at start (spark-submit --conf) and at run time."""
+    if getattr(spark, "_jsparkSession", None) is None:  # Spark Connect: the server's session conf
+        return {k: v for k, v in spark.conf.getAll.items() if k.startswith(PREFIX)}
     out = {k: v for k, v in spark.sparkContext.getConf().getAll() if k.startswith(PREFIX)}
     jmap = spark._jsparkSession.conf().getAll()  # runtime conf, including spark.conf.set(...)
     it = jmap.iterator()

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from pyice_sql.core.catalog.base import Table
-from pyice_sql.core.format.fileio import FileIO, file_io_for
+from pyice_sql.core.format.fileio import FileIO, file_io_for, is_local
+from pyice_sql.spark.connect_backend import ConnectBackend, is_connect
 from pyice_sql.spark.jvm.bridge import ShimHandle, load_shim, spark_jars_conf
 from pyice_sql.spark.write.data_writer import DEFAULT_BYTES_PER_ROW, WriteContext
 
@@ -68,17 +69,22 @@ def _submitted_conf() -> dict[str, str]:
 @dataclass
 class Runtime:
     spark: SparkSession
-    shim: ShimHandle
+    shim: ShimHandle | ConnectBackend
 
     @classmethod
     def attach(cls, spark: SparkSession) -> "Runtime":
+        """Prepare `spark`; the JVM shim on a classic session, its DataFrame-only stand-in on Spark Connect."""
         for k, v in SPARK_SETTINGS.items():
             spark.conf.set(k, v)
-        shim = load_shim(spark)
+        shim = ConnectBackend(spark) if is_connect(spark) else load_shim(spark)
         shim.register_bucket_udf()
         return cls(spark, shim)
 
     def io_for(self, location: str) -> FileIO:
+        if isinstance(self.shim, ConnectBackend) and not is_local(location):
+            raise ValueError(f"location {location}: on Spark Connect pyice_sql reads and writes table metadata "
+                             "from the client, which reaches local (or mounted) filesystems only; use a classic "
+                             "SparkSession for this warehouse")
         return file_io_for(location, self.shim)
 
     def write_context(self, table: Table, spec_id: int | None = None) -> WriteContext:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import re
 from typing import Any, Mapping
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
@@ -38,6 +39,7 @@ from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, eq
 from pyice_sql.core.model.conversions import to_internal
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.spark.progress import Progress
+from pyice_sql.spark.connect_backend import is_connect, plan_text
 from pyice_sql.spark.runtime import Runtime, local_session
 from pyice_sql.spark.read.metadata_tables import metadata_table
 from pyice_sql.spark.read.table_scan import TimeTravel, branch_head, scan
@@ -205,15 +207,21 @@ class IceSession(DdlStatements):
             ref = st.table_ref_of(table)
             if ref is not None:
                 counts[ref] = counts.get(ref, 0) + 1
+        remote = is_connect(self.spark)
+        frames: dict[str, DataFrame] = {}
         try:
             for ref in query.tables:
                 views[ref] = self.relations.cached_name(ref)  # a cached table is read from its cache
                 if views[ref] is None:
                     views[ref] = name = f"__pyice_{next(_view_ids)}"
-                    self.scan_ref(ref, self._pushdown(query.expression, ref) if counts.get(ref) == 1 else None,
-                                  lineage=_names_lineage(query)).createOrReplaceTempView(name)
-                    own.append(name)
+                    frames[name] = self.scan_ref(ref, self._pushdown(query.expression, ref)
+                                                 if counts.get(ref) == 1 else None, lineage=_names_lineage(query))
+                    if not remote:
+                        frames[name].createOrReplaceTempView(name)
+                        own.append(name)
             sql = st.replace_tables(query.expression, lambda r: views[r]).sql(dialect="spark")
+            if remote and frames:  # a Connect DataFrame stays an unresolved plan: bind scans as arguments, not views
+                return self.spark.sql(_placeholders(sql, frames), **frames)
             return self.spark.sql(sql)
         finally:
             for name in own:
@@ -284,7 +292,7 @@ class IceSession(DdlStatements):
             text = explain_text(plan, table.full_name, metrics)
         elif isinstance(inner, st.Query):
             df = self.query_frame(inner)
-            text = df._jdf.queryExecution().toString() + (f"\n== pyice scan ==\n{self.last_plan.metrics}"
+            text = plan_text(df) + (f"\n== pyice scan ==\n{self.last_plan.metrics}"
                                                           if self.last_plan is not None else "")
         else:
             raise UnsupportedError(f"EXPLAIN of {type(inner).__name__} is not supported")
@@ -405,3 +413,9 @@ def connect(spark: SparkSession | None = None, warehouse: str | None = None, cat
             os.makedirs(local_path(c.warehouse), exist_ok=True)
         catalogs[c.name] = make_catalog(c, runtime.io_for)
     return IceSession(spark, runtime, catalogs, cfg.default_catalog, Progress(cfg.quiet))
+
+
+def _placeholders(sql: str, frames: dict[str, DataFrame]) -> str:
+    """`sql` as a `spark.sql(text, **frames)` template: braces escaped, each frame's name a `{name}`."""
+    text = sql.replace("{", "{{").replace("}", "}}")
+    return re.sub(r"\b(" + "|".join(map(re.escape, frames)) + r")\b", r"{\1}", text)

@@ -41,6 +41,7 @@ from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.core.plan import builder
 from pyice_sql.core.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
+from pyice_sql.spark.connect_backend import analyzed_deterministic
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_position_deletes, read_tasks
@@ -104,7 +105,7 @@ class RowLevelExecutor:
         source_cols = {c.lower() for c in source.columns} if source is not None else set()
         ctx = RuleContext(schema, table.metadata.properties, self._target_column(plan, schema, source_cols),
                           self._source_column(plan, source_cols),
-                          lambda: source is None or source._jdf.queryExecution().analyzed().deterministic())
+                          lambda: source is None or analyzed_deterministic(source))
         return table, apply_rules(plan, ctx), source
 
     def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:

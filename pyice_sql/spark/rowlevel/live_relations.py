@@ -30,6 +30,7 @@ from pyice_sql.core.catalog.base import Table, TableIdentifier
 from pyice_sql.core.errors import NoSuchTableError
 from pyice_sql.core.sql import statements as st
 from pyice_sql.core.sql.dialect import quote_identifier as _quote
+from pyice_sql.spark.connect_backend import analyzed_text, temp_views
 
 _names = itertools.count()
 PREFIX = "__pyice_table_"
@@ -143,28 +144,23 @@ class LiveRelations:
 
     def _cached_readers(self, name: str) -> list[tuple[str, StorageLevel]]:
         """Cached temp views that read relation `name` (itself first), with their storage levels."""
-        jspark = self.spark._jsparkSession
-        views = jspark.sessionState().catalog().listLocalTempViews("*")
         out = []
-        for i in range(views.size()):
-            view = views.apply(i).table()
+        for view in temp_views(self.spark):
             try:
                 if view != name and not self.spark.catalog.isCached(_quote(view)):
                     continue
                 plan = self.spark.table(_quote(view))
             except AnalysisException:  # a view over something dropped: cached it is not
                 continue
-            if view != name and f"View (`{name}`" not in plan._jdf.queryExecution().analyzed().toString():
+            if view != name and f"View (`{name}`" not in analyzed_text(plan):
                 continue
-            level = _storage_level(jspark, plan)
+            level = _storage_level(plan)
             if level is not None:
                 out.append((view, level))
         return sorted(out, key=lambda item: item[0] != name)
 
 
-def _storage_level(jspark, df: DataFrame) -> StorageLevel | None:
-    cached = jspark.sharedState().cacheManager().lookupCachedData(df._jdf)
-    if cached.isEmpty():
-        return None
-    j = cached.get().cachedRepresentation().cacheBuilder().storageLevel()
-    return StorageLevel(j.useDisk(), j.useMemory(), j.useOffHeap(), j.deserialized(), j.replication())
+def _storage_level(df: DataFrame) -> StorageLevel | None:
+    """The storage level `df` is cached at (Spark's cache lookup by plan), None if it is not cached."""
+    level = df.storageLevel
+    return level if level.useDisk or level.useMemory or level.useOffHeap else None

@@ -258,7 +258,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     codec = ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
-    writer = (out.write.mode("errorifexists").option("maxRecordsPerFile", max_records).options(**NO_SUCCESS_MARKER)
+    writer = (out.write.mode("error").option("maxRecordsPerFile", max_records).options(**NO_SUCCESS_MARKER)
               .option("compression", "none" if codec == "uncompressed" else codec))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])

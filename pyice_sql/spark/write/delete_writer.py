@@ -56,7 +56,7 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
     out_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     codec = ctx.properties.get(props.DELETE_PARQUET_COMPRESSION,
                                ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT)).lower()
-    (rows.write.mode("errorifexists").options(**NO_SUCCESS_MARKER)
+    (rows.write.mode("error").options(**NO_SUCCESS_MARKER)
      .option("compression", "none" if codec == "uncompressed" else codec)
      .partitionBy(_TARGET).parquet(out_dir))
     staged = [(path, footer, targets[paths[int(path.rsplit("/", 2)[-2].split("=", 1)[1])]])

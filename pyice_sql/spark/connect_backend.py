@@ -1,0 +1,278 @@
+"""The JVM shim's stand-in where no JVM is reachable (Spark Connect), built from DataFrame operations.
+
+A Spark Connect client has no py4j gateway, so `jvm/bridge.py` cannot load the shim. `ConnectBackend`
+offers the parts of ShimHandle's face that statements need, with Python on the executors:
+  - Parquet footer summaries (the same dicts as FooterStats.java) read with pyarrow, which every
+    Spark Connect client has: a few on the client, more in one Spark job (`mapInArrow` over paths);
+  - `pyice_bucket(n, value)` as a Python UDF hashing with core/model/hashing (Iceberg's murmur3);
+  - many files listed / deleted / manifests read in one Spark job for the maintenance procedures;
+  - the questions asked of a DataFrame's query execution (is it deterministic, its plan text, the
+    temp views and caches over a table), answered from the JVM on a classic session and from the
+    plan Spark Connect explains otherwise (`analyzed_deterministic`, `plan_text`, `temp_views`).
+Table metadata is read and written by the client (core/format/fileio), so on Spark Connect the
+warehouse must be a filesystem the client reaches too (local or mounted); object stores need a
+classic session. Slower than the shim (a Python UDF, a Python worker stage), never different.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+from typing import Any, Callable, Iterable, Iterator
+
+from pyice_sql.core.format.fileio import local_path
+from pyice_sql.core.plan.rules.expression_placement import NONDETERMINISTIC
+from pyice_sql.spark.jvm.bridge import DRIVER_FOOTER_LIMIT, ListedFile
+
+_PACK = {"BOOLEAN": "<?", "INT32": "<i", "INT64": "<q", "FLOAT": "<f", "DOUBLE": "<d"}
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (no py4j gateway behind it)."""
+    return getattr(spark, "_jsparkSession", None) is None
+
+
+def analyzed_deterministic(df: Any) -> bool:
+    """Whether Spark's analysis finds `df` deterministic. On Spark Connect this is read from the
+    analyzed plan's text: Spark's non-deterministic functions, by name."""
+    if not is_connect(df.sparkSession):
+        return bool(df._jdf.queryExecution().analyzed().deterministic())
+    analyzed = _section(df._explain_string(extended=True), "Analyzed Logical Plan")
+    return re.search(r"\b(" + "|".join(sorted(NONDETERMINISTIC)) + r")\(", analyzed, re.IGNORECASE) is None
+
+
+def plan_text(df: Any) -> str:
+    """Spark's parsed, analyzed, optimized and physical plans of `df` (EXPLAIN EXTENDED's text)."""
+    if not is_connect(df.sparkSession):
+        return str(df._jdf.queryExecution().toString())
+    return df._explain_string(extended=True)
+
+
+def analyzed_text(df: Any) -> str:
+    if not is_connect(df.sparkSession):
+        return str(df._jdf.queryExecution().analyzed().toString())
+    return _section(df._explain_string(extended=True), "Analyzed Logical Plan")
+
+
+def temp_views(spark: Any) -> list[str]:
+    """The session's local temp views."""
+    if not is_connect(spark):
+        views = spark._jsparkSession.sessionState().catalog().listLocalTempViews("*")
+        return [views.apply(i).table() for i in range(views.size())]
+    return [t.name for t in spark.catalog.listTables() if t.isTemporary and not t.namespace]
+
+
+def _section(explained: str, title: str) -> str:
+    start = explained.find(f"== {title} ==")
+    if start < 0:
+        return explained
+    end = explained.find("\n== ", start + 1)
+    return explained[start:] if end < 0 else explained[start:end]
+
+
+class ConnectBackend:
+    """ShimHandle's face on Spark Connect (see the module docstring)."""
+
+    mode = "spark-connect"
+    version = "dataframe-only"
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+
+    def footer_stats(self, paths: Iterable[str]) -> list[dict]:
+        """One FooterStats.java-shaped summary per Parquet file, in input order."""
+        paths = list(paths)
+        if len(paths) <= DRIVER_FOOTER_LIMIT:
+            return [footer_summary(p) for p in paths]
+        by_path = {f["path"]: f for f in map(json.loads, self._run(paths, _footer_json, "footers"))}
+        return [by_path[p] for p in paths]
+
+    def register_bucket_udf(self) -> None:
+        from pyspark.sql.types import IntegerType
+
+        self._spark.udf.register("pyice_bucket", bucket, IntegerType())
+
+    def list_many(self, directories: Iterable[str]) -> list[ListedFile]:
+        return [ListedFile(*json.loads(r)) for r in self._run(list(directories), _list_json, "list files")]
+
+    def live_entries(self, manifests: Iterable[str]) -> list[tuple[str, int]]:
+        return [tuple(json.loads(r)) for r in self._run(list(manifests), _live_entries_json, "read manifests")]
+
+    def delete_many(self, paths: Iterable[str]) -> list[tuple[str, str]]:
+        return [tuple(json.loads(r)) for r in self._run(list(paths), _delete_json, "delete files")]
+
+    def _run(self, items: list[str], per_item: Callable[[str], Iterator[str]], what: str) -> list[str]:
+        """`per_item` over `items` on the executors, one Spark job; JSON strings back."""
+        if not items:
+            return []
+        slices = max(1, min(len(items), 2 * int(self._spark.conf.get("spark.sql.shuffle.partitions", "8"))))
+        df = self._spark.createDataFrame([(p,) for p in items], "item string").repartition(slices)
+        out = df.mapInArrow(_over_items(per_item), "out string")
+        return [r.out for r in out.collect()]
+
+
+def _over_items(per_item: Callable[[str], Iterator[str]]) -> Callable:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            out = [s for item in batch.column(0).to_pylist() for s in per_item(item)]
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], ["out"])
+    return run
+
+
+def bucket(n: int | None, value: Any) -> int | None:
+    """Iceberg's bucket of a BIGINT, STRING, BINARY or DECIMAL value (partition_sql's argument forms)."""
+    from pyice_sql.core.model.hashing import bucket_bytes, murmur3_32
+
+    if n is None or value is None:
+        return None
+    return (murmur3_32(bucket_bytes(bytes(value) if isinstance(value, bytearray) else value)) & 0x7FFFFFFF) % n
+
+
+# -- work done per item on an executor (module-level: pickled by reference) ---------------------------------
+
+
+def _footer_json(path: str) -> Iterator[str]:
+    yield json.dumps(footer_summary(path))
+
+
+def _list_json(directory: str) -> Iterator[str]:
+    for root, _, names in os.walk(local_path(directory)):
+        for name in names:
+            st = os.stat(os.path.join(root, name))
+            yield json.dumps([f"file:{os.path.join(root, name)}", st.st_size, int(st.st_mtime * 1000), False])
+
+
+def _live_entries_json(manifest: str) -> Iterator[str]:
+    import fastavro
+
+    with open(local_path(manifest), "rb") as f:
+        for entry in fastavro.reader(f):
+            if entry["status"] != 2:  # 2: DELETED
+                yield json.dumps([entry["data_file"]["file_path"], entry["data_file"].get("content", 0)])
+
+
+def _delete_json(path: str) -> Iterator[str]:
+    try:
+        os.remove(local_path(path))
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        yield json.dumps([path, str(e)])
+
+
+# -- Parquet footers ----------------------------------------------------------------------------------------
+
+
+def footer_summary(path: str) -> dict:
+    """FooterStats.java's summary of one Parquet file, from pyarrow's reading of the footer."""
+    import pyarrow.parquet as pq
+
+    local = local_path(path)
+    meta = pq.ParquetFile(local).metadata
+    leaves = _leaves(meta.schema.to_arrow_schema())
+    columns = [_Column(meta.schema.column(j), *leaves[j]) for j in range(meta.num_columns)]
+    splits = []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        starts = []
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            columns[j].add(chunk)
+            data, dictionary = chunk.data_page_offset, chunk.dictionary_page_offset
+            starts.append(dictionary if dictionary is not None and 0 < dictionary < data else data)
+        if starts:
+            splits.append(min(starts))
+    return {"path": path, "length": os.path.getsize(local), "rowCount": meta.num_rows,
+            "rowGroups": meta.num_row_groups, "splitOffsets": sorted(splits),
+            "columns": [c.summary() for c in columns]}
+
+
+def _leaves(schema: Any) -> list[tuple[list[str], int | None]]:
+    """(name path, field id) of every Parquet leaf column in order; ids only where structs lead to it
+    (leaves inside lists and maps get no metrics, so their ids are not needed)."""
+    import pyarrow as pa
+
+    out: list[tuple[list[str], int | None]] = []
+
+    def visit(field: Any, prefix: list[str], in_struct_path: bool) -> None:
+        path, t = prefix + [field.name], field.type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                visit(t.field(i), path, in_struct_path)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            visit(t.value_field, path + ["list"], False)
+        elif pa.types.is_map(t):
+            visit(t.key_field, path + ["key_value"], False)
+            visit(t.item_field, path + ["key_value"], False)
+        else:
+            raw = (field.metadata or {}).get(b"PARQUET:field_id")
+            out.append((path, int(raw) if raw is not None and in_struct_path else None))
+
+    for f in schema:
+        visit(f, [], True)
+    return out
+
+
+class _Column:
+    """One leaf's statistics merged over row groups, as FooterStats.Column does."""
+
+    def __init__(self, desc: Any, path: list[str], field_id: int | None) -> None:
+        self.physical = desc.physical_type
+        self.name = "BINARY" if self.physical == "BYTE_ARRAY" else self.physical  # parquet-mr's name
+        self.path, self.field_id = path, field_id
+        self.compressed = self.values = self.nulls = 0
+        self.nulls_unknown = self.bounds_unknown = False
+        self.low: tuple[Any, bytes] | None = None
+        self.high: tuple[Any, bytes] | None = None
+
+    def add(self, chunk: Any) -> None:
+        self.compressed += chunk.total_compressed_size
+        self.values += chunk.num_values
+        s = chunk.statistics
+        if s is None:
+            self.nulls_unknown = self.bounds_unknown = True
+            return
+        if s.has_null_count:
+            self.nulls += s.null_count
+        else:
+            self.nulls_unknown = True
+        if s.has_min_max:
+            try:
+                low, high = _bound(self.physical, s.min, s.min_raw, -0.0), _bound(self.physical, s.max, s.max_raw, 0.0)
+            except (TypeError, ValueError, struct.error):  # INT96 and NaN: no usable bounds, as in parquet-mr
+                self.bounds_unknown = True
+                return
+            self.low = low if self.low is None or low[0] < self.low[0] else self.low
+            self.high = high if self.high is None or high[0] > self.high[0] else self.high
+        elif not s.has_null_count or s.null_count < chunk.num_values:
+            self.bounds_unknown = True  # non-null values exist but min/max were not kept
+
+    def summary(self) -> dict:
+        bounds = not self.bounds_unknown and self.low is not None
+        return {"path": self.path, "fieldId": self.field_id, "physicalType": self.name,
+                "compressedSize": self.compressed, "valueCount": self.values,
+                "nullCount": None if self.nulls_unknown else self.nulls,
+                "min": self.low[1].hex() if bounds else None, "max": self.high[1].hex() if bounds else None}
+
+
+def _bound(physical: str, value: Any, raw: Any, zero: float) -> tuple[Any, bytes]:
+    """(comparable value, Parquet's plain encoding) of a min or max, as parquet-mr keeps it: a float
+    zero bound is -0.0 as a min and +0.0 as a max, a NaN bound is no bound."""
+    if physical in ("FLOAT", "DOUBLE"):
+        if value != value:
+            raise ValueError("NaN bound")
+        if value == 0:
+            value = raw = zero
+    return value, _raw(physical, raw)
+
+
+def _raw(physical: str, value: Any) -> bytes:
+    """Parquet's plain encoding of a statistic (what FooterStats.java hands over as getMinBytes)."""
+    if physical in _PACK:
+        return struct.pack(_PACK[physical], value)
+    if physical in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"):
+        return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    raise TypeError(f"no plain encoding for {physical} statistics")
