@@ -27,7 +27,7 @@ from pyice_sql.core.commit.operations import row_delta
 from pyice_sql.core.commit.producer import RemovedFile
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
-    FILE, KEY_PREFIX, MATCHED_PAIR, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
+    FILE, KEY_PREFIX, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
     value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
@@ -36,20 +36,22 @@ from pyice_sql.core.expr.evaluators import rows_must_match
 from pyice_sql.core.expr.from_sql import target_columns, to_predicate
 from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
 from pyice_sql.core.model.conversions import to_internal
-from pyice_sql.core.model.manifest import DataFile, FileContent
+from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.core.plan import builder
-from pyice_sql.core.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, PruningFilter, RowLevelPlan
+from pyice_sql.core.plan.nodes import PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.spark.connect_backend import analyzed_deterministic
-from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
-from pyice_sql.spark.read.reader import read_position_deletes, read_tasks
+from pyice_sql.spark.read.reader import read_tasks
+from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
 from pyice_sql.spark.schema import schema_to_spark
 from pyice_sql.core.sql import statements as st
-from pyice_sql.spark.write.data_writer import enforce_not_null, quote, write_data_files
-from pyice_sql.spark.write.delete_writer import write_position_deletes
+from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes
+from pyice_sql.spark.rowlevel.copy_on_write import CardinalityViolation, write_copy_on_write
+from pyice_sql.spark.rowlevel.merge_on_read import write_merge_on_read
+from pyice_sql.spark.write.data_writer import enforce_not_null, quote
 
 MAX_SOURCE_KEY_VALUES = 1000
 _views = itertools.count()
@@ -75,10 +77,6 @@ class DmlResult:
                 "num_added_data_files": self.added_data_files, "num_removed_data_files": self.removed_data_files,
                 "num_added_delete_files": self.added_delete_files, "snapshot_id": self.snapshot_id}
 
-
-RESULT_SCHEMA = ("num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long, "
-                 "num_added_data_files long, num_removed_data_files long, num_added_delete_files long, "
-                 "snapshot_id long")
 
 
 class RowLevelExecutor:
@@ -206,68 +204,42 @@ class RowLevelExecutor:
         stored = self._store_assignment(plan, schema, target_view, source_view)
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored)).persist()
         self._persisted.append(tagged)
-        stats = _tag_statistics(tagged, pairs=plan.source is not None)
-        counts = stats.counts
-        task.phase("scan", f"{len(stats.touched_files)} files touched, {len(whole)} deleted whole; rows: "
-                           f"{counts.get(UPDATE, 0)} to update, {counts.get(DELETE, 0)} to delete, "
-                           f"{counts.get(INSERT, 0)} to insert")
-        if stats.ambiguous and _checks_cardinality(plan):
-            self._check_cardinality(table, plan, tagged)
-        result = DmlResult(num_updated_rows=counts.get(UPDATE, 0),
-                           num_deleted_rows=counts.get(DELETE, 0) + sum(t.file.record_count for t in whole),
-                           num_inserted_rows=counts.get(INSERT, 0))
-        if result.num_affected_rows == 0 and not whole:
-            return result
-        changed = tagged.where(F.col(OP).isin(DELETE, UPDATE))
-        if stats.repeated:  # a lone unconditional DELETE matched some row twice: delete it once
-            changed = changed.dropDuplicates([FILE, POS])
-        new_rows = enforce_not_null(table, tagged.where(F.col(OP).isin(UPDATE, INSERT)).select(
-            *[quote(f.name) for f in schema.fields]))
-        ctx = self.session.runtime.write_context(table)
-        by_path = {t.file.file_path: t for t in tasks}
+        w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
+                          lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields])))
         written: list[DataFile] = []
         with delete_written_on_failure(table.io, written):
-            if plan.mode == "merge-on-read":
-                data_files = write_data_files(new_rows, ctx, rebalance=True)
-                written += data_files
-                touched = stats.touched_files
-                # Fold the touched files' existing file-scoped deletes into the new delete files,
-                # so a reader opens at most one delete file per data file.
-                folded = [d for p in touched for d in _file_scoped_deletes(by_path[p])]
-                positions = changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
-                if folded:
-                    positions = positions.unionByName(read_position_deletes(self.spark,
-                                                                            [d.data_file for d in folded]))
-                delete_files = write_position_deletes(
-                    self.spark, positions, {p: by_path[p].file for p in touched},
-                    self.session.runtime.write_context(table))
-                written += delete_files
-                removed_tasks: list[FileScanTask] = list(whole)
-                referenced = touched
-            else:
-                rewrite = [by_path[p] for p in stats.touched_files]
-                copies = (read_tasks(self.spark, schema, rewrite, with_metadata=True)
-                          .join(changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
-                                ["_file", "_pos"], "left_anti")
-                          .select(*[quote(f.name) for f in schema.fields]))
-                data_files = write_data_files(new_rows.unionByName(copies), ctx, rebalance=True)
-                written += data_files
-                delete_files = []
-                folded = []
-                removed_tasks = rewrite + list(whole)
-                referenced = []
-        task.phase("write", f"{len(data_files)} data files, {len(delete_files)} delete files written")
-        removed = self._removed_files(removed_tasks, scan)
-        if plan.mode == "merge-on-read":
-            removed += [RemovedFile(d, scan.delete_manifests[d.data_file.file_path]) for d in folded]
+            try:
+                out = write_merge_on_read(w) if plan.mode == "merge-on-read" else write_copy_on_write(w)
+            except CardinalityViolation:
+                self._check_cardinality(table, plan, tagged)
+                raise
+            except Exception as e:  # noqa: BLE001 - only the in-job cardinality failure is ours to name
+                if CARDINALITY_MARKER in str(e):
+                    self._check_cardinality(table, plan, tagged)
+                raise
+            written += out.data_files + out.delete_files
+        result = DmlResult(num_updated_rows=out.updated, num_inserted_rows=out.inserted,
+                           num_deleted_rows=out.deleted + sum(t.file.record_count for t in whole))
+        data_files, delete_files = out.data_files, out.delete_files
+        task.phase("write", f"{len(out.rewritten) + len(out.referenced)} files touched, {len(whole)} deleted "
+                            f"whole; rows: {out.updated} updated, {result.num_deleted_rows} deleted, "
+                            f"{out.inserted} inserted; {len(data_files)} data files, {len(delete_files)} "
+                            "delete files written")
+        if result.num_affected_rows == 0 and not whole:
+            for f in written:  # nothing changed: nothing is committed (no rows means no files, normally)
+                table.io.delete(f.file_path)
+            return result
+        by_path = {t.file.file_path: t for t in tasks}
+        removed = self._removed_files(out.rewritten + list(whole), scan)
+        removed += [RemovedFile(d, scan.delete_manifests[d.data_file.file_path]) for d in out.folded]
         result.added_data_files = len(data_files)
         result.added_delete_files = len(delete_files)
         result.removed_data_files = sum(1 for r in removed if r.entry.data_file.content == 0)
         update = row_delta(
             start.snapshot_id if start else None, data_files, delete_files, removed,
             RowLevelValidator(plan.command, plan.scan_filter, _isolation(md, plan.command),
-                              [r.entry.data_file.file_path for r in removed], referenced,
-                              [(by_path[p].file.spec_id, by_path[p].file.partition) for p in referenced]),
+                              [r.entry.data_file.file_path for r in removed], out.referenced,
+                              [(by_path[p].file.spec_id, by_path[p].file.partition) for p in out.referenced]),
             branch=branch)
         committed = commit_or_clean(table, update, written)
         result.snapshot_id = committed.metadata.refs[branch].snapshot_id
@@ -303,7 +275,7 @@ class RowLevelExecutor:
         """The data files to remove, plus delete files scoped to exactly those files."""
         removed = {t.file.file_path: RemovedFile(t.entry, t.manifest_path) for t in tasks}
         for t in tasks:
-            for d in _file_scoped_deletes(t):
+            for d in file_scoped_deletes(t):
                 removed.setdefault(d.data_file.file_path,
                                    RemovedFile(d, scan.delete_manifests[d.data_file.file_path]))
         return list(removed.values())
@@ -330,7 +302,7 @@ class RowLevelExecutor:
 
     def _check_cardinality(self, table: Table, plan: RowLevelPlan, tagged: DataFrame) -> None:
         """A target row matched by several source rows is an error when there are WHEN MATCHED
-        clauses, whatever their conditions (as Spark/Iceberg: see `_checks_cardinality`)."""
+        clauses, whatever their conditions (as Spark/Iceberg: see `RowLevelWrite.checks_cardinality`)."""
         pairs = tagged.where(F.col(MATCHED_PAIR))
         keys = [f"{KEY_PREFIX}{i}" for i in range(len(plan.source_key_columns))]
         dup = (pairs.groupBy(FILE, POS).agg(F.count(F.lit(1)).alias("n"), *[F.first(k).alias(k) for k in keys])
@@ -355,51 +327,6 @@ def _qualifiers(plan: RowLevelPlan) -> list[tuple[str, ...]]:
     return [(plan.target_alias.lower(),), (plan.target.name.lower(),)]
 
 
-def _file_scoped_deletes(task: FileScanTask):
-    """Position delete files that apply to this data file only (safe to drop or fold with it)."""
-    return [d for d in task.deletes if d.data_file.content == FileContent.POSITION_DELETES
-            and referenced_path(d.data_file) == task.file.file_path]
-
-
-@dataclass(frozen=True)
-class TagStatistics:
-    counts: dict[int, int]
-    touched_files: list[str]
-    ambiguous: bool  # MERGE: some target row is in more than one matched (target, source) pair
-    repeated: bool  # some target row got more than one UPDATE/DELETE row
-
-
-def _checks_cardinality(plan: RowLevelPlan) -> bool:
-    """Spark/Iceberg check cardinality whenever there are WHEN MATCHED clauses, except for one
-    unconditional DELETE (deleting a row matched twice is still unambiguous)."""
-    if plan.source is None:
-        return False
-    matched = [i for i in plan.instructions if i.kind == MATCHED]
-    return bool(matched) and not (len(matched) == 1 and matched[0].operation == DELETE
-                                  and matched[0].condition is None)
-
-
-def _tag_statistics(tagged: DataFrame, pairs: bool) -> TagStatistics:
-    """One job over the tagged rows (which it also materialises): rows per operation (deleted
-    rows counted once each), the data files holding changed rows, and whether a target row is
-    matched twice (cardinality) or changed twice."""
-    acting = F.col(OP).isin(DELETE, UPDATE)
-    matched = F.col(MATCHED_PAIR) if pairs else F.lit(False)
-    per_file = (tagged.groupBy(F.when(acting | matched, F.col(FILE)).alias("f"))
-                .agg(*[F.sum(F.when(F.col(OP) == op, 1).otherwise(0)).alias(f"n{op}") for op in (DELETE, UPDATE,
-                                                                                                  INSERT)],
-                     F.countDistinct(F.when(acting, F.col(POS))).alias("rows"),
-                     F.countDistinct(F.when(F.col(OP) == DELETE, F.col(POS))).alias("deleted"),
-                     F.sum(F.when(matched, 1).otherwise(0)).alias("pairs"),
-                     F.countDistinct(F.when(matched, F.col(POS))).alias("matched")).collect())
-    counts = {op: sum(r[f"n{op}"] for r in per_file) for op in (UPDATE, INSERT)}
-    counts[DELETE] = sum(r["deleted"] if r["f"] is not None else r[f"n{DELETE}"] for r in per_file)
-    touched = [r["f"] for r in per_file if r["f"] is not None and r[f"n{DELETE}"] + r[f"n{UPDATE}"] > 0]
-    ambiguous = any(r["f"] is not None and r["matched"] < r["pairs"] for r in per_file)
-    repeated = any(r["f"] is not None and r["rows"] < r[f"n{DELETE}"] + r[f"n{UPDATE}"] for r in per_file)
-    return TagStatistics(counts, touched, ambiguous, repeated)
-
-
 def _isolation(md, command: str) -> str:
     key = props.isolation_level(command)
     level = md.property(key, props.ISOLATION_LEVEL_DEFAULT).lower()
@@ -409,4 +336,6 @@ def _isolation(md, command: str) -> str:
 
 
 def result_frame(spark, result: DmlResult) -> DataFrame:
-    return spark.createDataFrame([result.as_row()], RESULT_SCHEMA)
+    """The one metrics row, as a JVM-side local relation (collected without a job)."""
+    row = result.as_row()
+    return values(spark, dict.fromkeys(row, "bigint"), [tuple(row.values())])

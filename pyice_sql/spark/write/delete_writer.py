@@ -11,8 +11,9 @@ each file then moves to Iceberg's place for it (its data file's partition folder
 """
 from __future__ import annotations
 
+from typing import Callable
 
-from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
+from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec, functions as F
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
@@ -20,6 +21,7 @@ from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
 from pyice_sql.core.format.locations import data_location, new_operation_id, partition_to_path
@@ -35,23 +37,29 @@ _FULL_METRICS = {props.DEFAULT_WRITE_METRICS_MODE: "full"}
 _TARGET = "target_file"
 
 
+PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
+
+
 def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dict[str, DataFile],
-                           ctx: WriteContext) -> list[DataFile]:
+                           ctx: WriteContext, per_file: PerFile | None = None) -> list[DataFile]:
     """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
 
     `targets` maps each data file path that may appear in `_file` to its DataFile, whose spec
-    and partition the delete file inherits.
+    and partition the delete file inherits; a target without rows gets no delete file.
+    `per_file`, when given, sees the rows once they are grouped by data file and sorted by
+    position, with the window over one data file's rows in that order, and returns the rows to
+    write (the caller's dedup, checks and counts ride in the same job as the write).
     """
     if not targets:
         return []
     paths = sorted(targets)
-    index = spark.createDataFrame(list(enumerate(paths)), T.StructType([
-        T.StructField(_TARGET, T.IntegerType(), False), T.StructField("_file", T.StringType(), False)]))
-    rows = (deletes.select("_file", "_pos").join(F.broadcast(index), "_file")
-            .select(F.col("_file").alias("file_path", metadata={FIELD_ID_KEY: 2147483546}),
-                    F.col("_pos").cast("long").alias("pos", metadata={FIELD_ID_KEY: 2147483545}),
-                    F.col(_TARGET)))
-    rows = rows.repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "pos")
+    rows = (deletes.join(F.broadcast(file_index(spark, paths)), "_file")
+            .repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "_pos"))
+    if per_file is not None:
+        rows = per_file(rows, Window.partitionBy(_TARGET).orderBy("_pos"))
+    rows = rows.select(F.col("_file").alias("file_path", metadata={FIELD_ID_KEY: 2147483546}),
+                       F.col("_pos").cast("long").alias("pos", metadata={FIELD_ID_KEY: 2147483545}),
+                       F.col(_TARGET))
     operation_id = new_operation_id(deletes=True)
     out_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     codec = ctx.properties.get(props.DELETE_PARQUET_COMPRESSION,
@@ -73,6 +81,11 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
     ctx.io.delete_tree(out_dir)
     fault_point("delete-files")
     return out
+
+
+def file_index(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """`(target_file, _file)`: the ordinal of each path, as a JVM-side local relation."""
+    return values(spark, {_TARGET: "int", "_file": "string"}, list(enumerate(paths)))
 
 
 def _partition_path(ctx: WriteContext, spec: PartitionSpec | None, target: DataFile) -> str:

@@ -1,0 +1,83 @@
+"""What a write mode needs of one row-level statement, and what it hands back to the commit.
+
+The executor plans and tags; a write mode (merge_on_read.py, copy_on_write.py) turns the tagged
+rows into files and counts, from this typed context alone (no calls back into the session).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame, SparkSession, functions as F
+
+from pyice_sql.core.model.manifest import DataFile, FileContent
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.plan.nodes import DELETE, MATCHED, UPDATE, RowLevelPlan
+from pyice_sql.core.scan.delete_index import referenced_path
+from pyice_sql.core.scan.planner import FileScanTask
+from pyice_sql.spark.rowlevel.compile.merge_rows import MATCHED_PAIR, OP
+from pyice_sql.spark.write.data_writer import WriteContext
+
+# Marker of the in-job cardinality failure: the executor then builds the full error on the driver.
+CARDINALITY_MARKER = "pyice-merge-cardinality-violation"
+
+
+@dataclass(frozen=True)
+class RowLevelWrite:
+    """One statement's tagged rows (MergeRows output, persisted) and what writing them takes."""
+
+    spark: SparkSession
+    plan: RowLevelPlan
+    schema: Schema
+    tagged: DataFrame
+    tasks: tuple[FileScanTask, ...]  # the target files read (their rows are in `tagged`)
+    write: WriteContext
+    table_rows: Callable[[DataFrame], DataFrame]  # tagged rows -> the table's columns, NOT NULL checked
+
+    @property
+    def by_path(self) -> dict[str, FileScanTask]:
+        return {t.file.file_path: t for t in self.tasks}
+
+    @property
+    def checks_cardinality(self) -> bool:
+        """Spark/Iceberg check cardinality whenever there are WHEN MATCHED clauses, except for one
+        unconditional DELETE (deleting a row matched twice is still unambiguous)."""
+        plan = self.plan
+        if plan.source is None:
+            return False
+        matched = [i for i in plan.instructions if i.kind == MATCHED]
+        return bool(matched) and not (len(matched) == 1 and matched[0].operation == DELETE
+                                      and matched[0].condition is None)
+
+
+@dataclass
+class Written:
+    """What a write mode wrote and counted: the commit's inputs and the result row's numbers."""
+
+    updated: int = 0
+    deleted: int = 0
+    inserted: int = 0
+    data_files: list[DataFile] = field(default_factory=list)
+    delete_files: list[DataFile] = field(default_factory=list)
+    rewritten: list[FileScanTask] = field(default_factory=list)  # data files replaced (copy-on-write)
+    folded: list = field(default_factory=list)  # delete entries replaced by the new delete files
+    referenced: list[str] = field(default_factory=list)  # data files the new deletes point at
+
+
+def acting() -> Column:
+    return F.col(OP).isin(DELETE, UPDATE)
+
+
+def matched(plan: RowLevelPlan) -> Column:
+    return F.col(MATCHED_PAIR) if plan.source is not None else F.lit(False)
+
+
+def op_count(op: int) -> Column:
+    return F.sum(F.when(F.col(OP) == op, 1).otherwise(0))
+
+
+def file_scoped_deletes(task: FileScanTask):
+    """Position delete files that apply to this data file only (safe to drop or fold with it)."""
+    return [d for d in task.deletes if d.data_file.content == FileContent.POSITION_DELETES
+            and referenced_path(d.data_file) == task.file.file_path]
+

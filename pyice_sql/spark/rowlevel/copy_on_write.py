@@ -1,0 +1,58 @@
+"""Copy-on-write: rewrite exactly the data files holding a changed row, plus the inserted rows.
+
+One aggregate over the tagged rows names the files to rewrite and gives the result row's
+counts (each changed position once) and whether some target row is in two matched pairs (the
+MERGE cardinality check); then one write job copies the untouched rows of those files next to
+the updated and inserted ones.
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, functions as F
+
+from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.spark.read.reader import read_tasks
+from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
+from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, acting, matched, op_count
+from pyice_sql.spark.write.data_writer import quote, write_data_files
+
+
+class CardinalityViolation(Exception):
+    """Some target row is in more than one matched pair (the executor names them)."""
+
+
+def write_copy_on_write(w: RowLevelWrite) -> Written:
+    per_file = _changes_per_file(w).collect()
+    if w.checks_cardinality and any(r["pairs"] > 1 for r in per_file):
+        raise CardinalityViolation()
+    out = Written(updated=sum(r["updated"] for r in per_file), deleted=sum(r["deleted"] for r in per_file),
+                  inserted=sum(r["inserted"] for r in per_file))
+    if out.updated + out.deleted + out.inserted == 0:
+        return out
+    by_path = w.by_path
+    out.rewritten = [by_path[r["f"]] for r in per_file if r["f"] is not None and r["updated"] + r["deleted"] > 0]
+    changed = w.tagged.where(acting()).select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
+    copies = (read_tasks(w.spark, w.schema, out.rewritten, with_metadata=True)
+              .join(changed, ["_file", "_pos"], "left_anti")
+              .select(*[quote(f.name) for f in w.schema.fields]))
+    new_rows = w.table_rows(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)))
+    out.data_files = write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
+    return out
+
+
+def _changes_per_file(w: RowLevelWrite) -> DataFrame:
+    """Per target data file (NULL: inserted rows): rows updated, positions deleted, rows
+    inserted, and the most matched pairs of one of its rows."""
+    if w.plan.source is None:  # UPDATE / DELETE: each target row once, no pairs
+        return (w.tagged.where(acting()).groupBy(F.col(FILE).alias("f"))
+                .agg(op_count(UPDATE).alias("updated"), op_count(DELETE).alias("deleted"),
+                     F.lit(0).alias("inserted"), F.lit(0).alias("pairs")))
+    one = F.lit(1)
+    per_row = (w.tagged.where(acting() | matched(w.plan) | (F.col(OP) == INSERT))
+               .groupBy(FILE, POS)
+               .agg(F.count(F.when(matched(w.plan), one)).alias("pairs"),
+                    F.max(F.when(F.col(OP) == UPDATE, 1).otherwise(0)).alias("updated"),
+                    F.max(F.when(F.col(OP) == DELETE, 1).otherwise(0)).alias("deleted"),
+                    op_count(INSERT).alias("inserted")))
+    return (per_row.groupBy(F.col(FILE).alias("f"))
+            .agg(F.sum("updated").alias("updated"), F.sum("deleted").alias("deleted"),
+                 F.sum("inserted").alias("inserted"), F.max("pairs").alias("pairs")))

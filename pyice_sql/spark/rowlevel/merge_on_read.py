@@ -1,0 +1,74 @@
+"""Merge-on-read writes: position deletes for the changed rows, data files for the new ones.
+
+Two write jobs and no pass before them. The delete write groups the changed target rows by
+data file and position (the shuffle it needs anyway); over that order one window drops a row
+changed twice (a lone unconditional DELETE matched by several source rows) or, when MERGE must
+check cardinality, fails the job on a target row in two matched pairs. The counts of the
+result row are Spark observations of the two writes, and the files touched are the ones that
+got a delete file. Existing file-scoped position deletes of the files read ride along in the
+same job and are kept only for data files that get new deletes: folded, so a reader opens at
+most one delete file per data file (as Iceberg Java 1.10 does for v2 tables).
+"""
+from __future__ import annotations
+
+import uuid
+
+from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
+
+from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.spark.read.reader import read_position_deletes
+from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
+from pyice_sql.spark.rowlevel.context import (
+    CARDINALITY_MARKER, RowLevelWrite, Written, acting, file_scoped_deletes, matched, op_count,
+)
+from pyice_sql.spark.write.data_writer import write_data_files
+from pyice_sql.spark.write.delete_writer import write_position_deletes
+
+_OLD = "__old"  # a position from an existing delete file being folded
+_KEEP = "__keep"
+
+
+def write_merge_on_read(w: RowLevelWrite) -> Written:
+    check = w.checks_cardinality
+    rows = w.tagged.where(acting() | matched(w.plan) if check else acting()).select(
+        F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP),
+        F.lit(False).alias(_OLD))
+    folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
+    folded = {p: ds for p, ds in folded.items() if ds}
+    if folded:
+        old = read_position_deletes(w.spark, [d.data_file for ds in folded.values() for d in ds])
+        rows = rows.unionByName(old.select("_file", "_pos", F.lit(None).cast("int").alias(OP),
+                                           F.lit(True).alias(_OLD)))
+    deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
+    delete_files = write_position_deletes(
+        w.spark, rows, {t.file.file_path: t.file for t in w.tasks}, w.write,
+        lambda r, window: _per_file(r, window, check, bool(folded)).observe(
+            deletes, op_count(DELETE).alias("deleted")))
+    # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
+    deleted = (deletes.get.get("deleted") or 0) if w.tasks else 0
+    inserts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
+    new_rows = w.table_rows(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)).observe(
+        inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")))
+    data_files = write_data_files(new_rows, w.write, rebalance=True)
+    touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
+    counted = inserts.get
+    return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
+                   folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
+
+
+def _per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) -> DataFrame:
+    """The positions to write of each data file, in order: each changed position once (a second
+    matched pair of a position fails the job when `check`), plus the folded old positions of data
+    files that have a new one."""
+    new = ~F.col(_OLD)
+    again = new & F.coalesce(F.lag("_pos").over(window) == F.col("_pos"), F.lit(False))
+    if check:  # every row is a matched pair or acts on a target row: a position twice is two pairs
+        keep = F.when(again, F.raise_error(F.lit(
+            f"{CARDINALITY_MARKER}: a target row matched more than one source row"))).otherwise(
+            F.col(_OLD) | acting())
+    else:
+        keep = ~again & (F.col(_OLD) | acting())
+    if folding:
+        whole_file = window.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+        keep = keep & (F.max(F.when(new & acting(), 1).otherwise(0)).over(whole_file) == 1)
+    return rows.withColumn(_KEEP, keep).where(F.col(_KEEP)).drop(_KEEP)
