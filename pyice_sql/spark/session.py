@@ -152,10 +152,6 @@ class IceSession(DdlStatements):
             return
         table = self.load_ref(target)
         check_writable(table.metadata.format_version, table.full_name, target.position)
-        if isinstance(stmt, (st.Merge, st.Update, st.Delete)):
-            from pyice_sql.core.model.format_versions import refuse_on_v3
-            refuse_on_v3(table.metadata.format_version, f"{type(stmt).__name__.upper()}", table.full_name,
-                         target.position)
 
     def empty_result(self) -> DataFrame:
         """The result of a statement that returns no rows, as Spark shows it."""

@@ -160,9 +160,6 @@ def test_upgraded_table_has_position_deletes_and_dvs(world):
 
 # v3 writes pyice_sql does not build yet (tests/interop/test_v3_write.py covers the ones it does)
 WRITES = [
-    "DELETE FROM local.db.{t} WHERE id = 1",
-    "UPDATE local.db.{t} SET data = 'y' WHERE id = 2",
-    "MERGE INTO local.db.{t} AS t USING (SELECT 3 AS id) AS s ON t.id = s.id WHEN MATCHED THEN DELETE",
     "CALL local.system.rewrite_data_files(table => 'db.{t}')",
     "CALL local.system.expire_snapshots(table => 'db.{t}')",
 ]

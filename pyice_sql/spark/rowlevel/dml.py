@@ -24,7 +24,8 @@ from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_failure
 from pyice_sql.core.commit.operations import row_delta
-from pyice_sql.core.commit.producer import RemovedFile
+from pyice_sql.core.commit.producer import RemovedFile, file_key
+from pyice_sql.core.model.format_versions import refuse_on_v3
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, KEY_PREFIX, MATCHED_PAIR, OP, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
@@ -49,6 +50,7 @@ from pyice_sql.spark.schema import schema_to_spark
 from pyice_sql.core.sql import statements as st
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote, write_data_files
 from pyice_sql.spark.write.delete_writer import write_position_deletes
+from pyice_sql.spark.write.dv_writer import write_deletion_vectors
 
 MAX_SOURCE_KEY_VALUES = 1000
 _views = itertools.count()
@@ -234,16 +236,21 @@ class RowLevelExecutor:
                 # so a reader opens at most one delete file per data file.
                 folded = [d for p in touched for d in _file_scoped_deletes(by_path[p])]
                 positions = changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
-                if folded:
-                    positions = positions.unionByName(read_position_deletes(self.spark,
-                                                                            [d.data_file for d in folded]))
-                delete_files = write_position_deletes(
-                    self.spark, positions, {p: by_path[p].file for p in touched},
-                    self.session.runtime.write_context(table))
+                if md.format_version >= 3:  # one deletion vector per data file, never position deletes
+                    delete_files, folded = write_deletion_vectors(self.spark, positions, [by_path[p] for p in touched],
+                                                                  ctx)
+                else:
+                    if folded:
+                        positions = positions.unionByName(read_position_deletes(self.spark,
+                                                                                [d.data_file for d in folded]))
+                    delete_files = write_position_deletes(
+                        self.spark, positions, {p: by_path[p].file for p in touched},
+                        self.session.runtime.write_context(table))
                 written += delete_files
                 removed_tasks: list[FileScanTask] = list(whole)
                 referenced = touched
             else:
+                refuse_on_v3(md.format_version, f"copy-on-write {plan.command}", table.full_name)
                 rewrite = [by_path[p] for p in stats.touched_files]
                 copies = (read_tasks(self.spark, schema, rewrite, with_metadata=True)
                           .join(changed.select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos")),
@@ -300,10 +307,10 @@ class RowLevelExecutor:
     @staticmethod
     def _removed_files(tasks: list[FileScanTask], scan: ScanPlan) -> list[RemovedFile]:
         """The data files to remove, plus delete files scoped to exactly those files."""
-        removed = {t.file.file_path: RemovedFile(t.entry, t.manifest_path) for t in tasks}
+        removed = {file_key(t.file): RemovedFile(t.entry, t.manifest_path) for t in tasks}
         for t in tasks:
             for d in _file_scoped_deletes(t):
-                removed.setdefault(d.data_file.file_path,
+                removed.setdefault(file_key(d.data_file),
                                    RemovedFile(d, scan.delete_manifests[d.data_file.file_path]))
         return list(removed.values())
 
