@@ -51,6 +51,8 @@ from pyice_sql.core.sql import statements as st
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote, write_data_files
 from pyice_sql.spark.write.delete_writer import write_position_deletes
 from pyice_sql.spark.write.dv_writer import write_deletion_vectors
+from pyice_sql.spark.write.lineage_columns import carry_row_ids, write_with_lineage
+from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
 
 MAX_SOURCE_KEY_VALUES = 1000
 _views = itertools.count()
@@ -222,14 +224,20 @@ class RowLevelExecutor:
         changed = tagged.where(F.col(OP).isin(DELETE, UPDATE))
         if stats.repeated:  # a lone unconditional DELETE matched some row twice: delete it once
             changed = changed.dropDuplicates([FILE, POS])
-        new_rows = enforce_not_null(table, tagged.where(F.col(OP).isin(UPDATE, INSERT)).select(
-            *[quote(f.name) for f in schema.fields]))
+        new_rows = tagged.where(F.col(OP).isin(UPDATE, INSERT))
+        lineage = md.format_version >= 3 and plan.mode == "merge-on-read"  # format v3: updated rows keep _row_id
+        if lineage:
+            new_rows = carry_row_ids(self.spark, schema, new_rows, FILE, POS,
+                                     [t for t in tasks if t.file.file_path in set(stats.touched_files)])
+        new_rows = enforce_not_null(table, new_rows.select(
+            *[quote(f.name) for f in schema.fields], *(LINEAGE_COLUMNS if lineage else ())))
         ctx = self.session.runtime.write_context(table)
         by_path = {t.file.file_path: t for t in tasks}
         written: list[DataFile] = []
         with delete_written_on_failure(table.io, written):
             if plan.mode == "merge-on-read":
-                data_files = write_data_files(new_rows, ctx, rebalance=True)
+                data_files = (write_with_lineage(new_rows, ctx) if lineage
+                              else write_data_files(new_rows, ctx, rebalance=True))
                 written += data_files
                 touched = stats.touched_files
                 # Fold the touched files' existing file-scoped deletes into the new delete files,
