@@ -301,3 +301,21 @@ def set_write_order(md: TableMetadata, terms, distribution_mode: str) -> TableMe
         md = md._with(sort_orders=md.sort_orders + (order,))
     return md._with(default_sort_order_id=order.order_id).set_properties(
         {props.WRITE_DISTRIBUTION_MODE: distribution_mode})
+
+
+def set_properties(md: TableMetadata, properties: dict[str, str], table_name: str) -> TableMetadata:
+    """ALTER TABLE SET TBLPROPERTIES: 'format-version' upgrades the table (never down, as Java
+    refuses; a table upgraded to v3 starts row ids at next-row-id 0 and its first v3 commit gives
+    the existing files theirs); the other properties are set."""
+    from pyice_sql.core.model.format_versions import WRITABLE_FORMAT_VERSIONS
+    updates = dict(properties)
+    version = updates.pop(props.FORMAT_VERSION, None)
+    if version is not None:
+        target = int(version) if version.strip().isdigit() else None
+        if target is None or target not in WRITABLE_FORMAT_VERSIONS:
+            raise AnalysisError(f"format-version {version!r} is not one pyice_sql writes "
+                                f"({', '.join(map(str, WRITABLE_FORMAT_VERSIONS))}): {table_name}")
+        if target < md.format_version:
+            raise AnalysisError(f"cannot downgrade {table_name} from format v{md.format_version} to v{target}")
+        md = md.upgrade_format_version(target)
+    return md.set_properties(updates)

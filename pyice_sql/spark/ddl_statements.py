@@ -160,7 +160,8 @@ class DdlStatements:
                                                             stmt.not_null))
 
     def _do_AlterTableSetProperties(self, stmt: st.AlterTableSetProperties) -> None:
-        self._alter(stmt.table, lambda md: md.set_properties(stmt.properties))
+        name = self.load_ref(stmt.table).full_name
+        self._alter(stmt.table, lambda md: ddl.set_properties(md, stmt.properties, name))
 
     def _do_SetWriteOrder(self, stmt: write_order.SetWriteOrder) -> None:
         self._alter(stmt.table, lambda md: ddl.set_write_order(md, stmt.order, stmt.distribution_mode))

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_failure
 from pyice_sql.core.commit.operations import append_files, overwrite_files, replace_partitions
-from pyice_sql.core.commit.producer import RemovedFile, update_metadata
+from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadata
 from pyice_sql.core.errors import AnalysisError, ValidationError
 from pyice_sql.core.expr.evaluators import PartitionEvaluator, rows_must_match
 from pyice_sql.core.expr.predicates import AlwaysTrue, Expression
@@ -82,7 +82,7 @@ def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
             doomed = _files_fully_matching(table, plan.tasks, static_filter or AlwaysTrue())
     removed = [RemovedFile(t.entry, t.manifest_path) for t in doomed]
     removed += [RemovedFile(d, t.manifest_path) for t in doomed for d in t.deletes]
-    removed = list({r.entry.data_file.file_path: r for r in removed}.values())
+    removed = list({file_key(r.entry.data_file): r for r in removed}.values())
     if not files and not removed:
         return WriteResult(table, 0, 0)
     if dynamic:

@@ -1,4 +1,4 @@
-"""Format-v3 tables Iceberg Java writes are read by pyice_sql with exactly Java's rows, and never written.
+"""Format-v3 tables Iceberg Java writes are read by pyice_sql with exactly Java's rows; unbuilt writes refused.
 
 One reference-engine run (Iceberg Java 1.10.2, Spark 3.5) builds, in a warehouse of its own:
   - `u` (unpartitioned) and `p` (bucket(4, id) partitioned): format v3, merge-on-read; an INSERT
@@ -158,21 +158,15 @@ def test_upgraded_table_has_position_deletes_and_dvs(world):
     assert {f["partition"]["cat"] for f in live if f["file_format"] == "PARQUET"} == {"1"}
 
 
+# v3 writes pyice_sql does not build yet (tests/interop/test_v3_write.py covers the ones it does)
 WRITES = [
-    "INSERT INTO local.db.{t} VALUES (9999, 'x', '1')",
-    "DELETE FROM local.db.{t} WHERE id = 1",
-    "UPDATE local.db.{t} SET data = 'y' WHERE id = 2",
-    "MERGE INTO local.db.{t} AS t USING (SELECT 3 AS id) AS s ON t.id = s.id WHEN MATCHED THEN DELETE",
-    "ALTER TABLE local.db.{t} ADD COLUMN extra int",
-    "ALTER TABLE local.db.{t} SET TBLPROPERTIES ('k'='v')",
-    "ALTER TABLE local.db.{t} CREATE BRANCH b1",
     "CALL local.system.rewrite_data_files(table => 'db.{t}')",
     "CALL local.system.expire_snapshots(table => 'db.{t}')",
 ]
 
 
 @pytest.mark.parametrize("table", TABLES)
-def test_writes_are_refused(world, table, spark):
+def test_unbuilt_writes_are_refused(world, table, spark):
     warehouse, _, ice = world
     metadata = Path(warehouse) / "db" / table / "metadata"
     before = sorted(p.name for p in metadata.iterdir())
@@ -180,9 +174,7 @@ def test_writes_are_refused(world, table, spark):
     for sql in WRITES:
         with pytest.raises(FormatVersionWriteError) as e:
             ice.sql(sql.format(t=table))
-        assert str(e.value).startswith(f"format v3 writes not supported yet by pyice_sql: local.db.{table}"), sql
-    with pytest.raises(FormatVersionWriteError):
-        ice.append(f"local.db.{table}", spark.createDataFrame([(1, "a", "0")], "id long, data string, cat string"))
+        assert f"not supported yet by pyice_sql on format v3 tables: local.db.{table}" in str(e.value), sql
     assert sorted(p.name for p in metadata.iterdir()) == before
     assert sorted(p.name for p in (Path(warehouse) / "db" / table / "data").rglob("*")) == data_before
 

@@ -30,6 +30,7 @@ from pyice_sql.core.model.manifest import (
     DataFile, EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile,
 )
 from pyice_sql.core.model.metadata import TableMetadata
+from pyice_sql.core.model.row_lineage import assign_manifest_first_row_ids
 from pyice_sql.core.model.snapshots import Snapshot, build_summary, new_snapshot_id
 
 
@@ -213,8 +214,12 @@ def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _
     fault_point("manifests")
     ordered = (data_manifests + [m for m in kept if m.content == ManifestContent.DATA]
                + delete_manifests + [m for m in kept if m.content == ManifestContent.DELETES])
+    first_row_id = added_rows = None
+    if metadata.next_row_id is not None:  # format v3: every data manifest gets its row ids here
+        first_row_id = metadata.next_row_id
+        ordered, added_rows = assign_manifest_first_row_ids(ordered, first_row_id)
     list_path = writer.write_manifest_list(ordered, snapshot_id, parent.snapshot_id if parent else None,
-                                           sequence_number, attempt)
+                                           sequence_number, attempt, first_row_id)
     fault_point("manifest-list")
     removed_files = [r.entry.data_file for r in update.removed]
     summary = build_summary(
@@ -226,8 +231,15 @@ def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _
         extra={"engine-name": "pyice_sql", **update.summary_extra})
     snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id if parent else None,
                         sequence_number=sequence_number, timestamp_ms=_now_ms(metadata),
-                        manifest_list=list_path, summary=summary, schema_id=metadata.current_schema_id)
+                        manifest_list=list_path, summary=summary, schema_id=metadata.current_schema_id,
+                        first_row_id=first_row_id, added_rows=added_rows)
     return metadata.add_snapshot(snapshot, update.branch)
+
+
+def file_key(f: DataFile) -> tuple[str, int | None]:
+    """What identifies a file in a manifest: its path, and for a deletion vector (format v3) also
+    its blob's offset, since the DVs of many data files share one Puffin file."""
+    return f.file_path, f.content_offset
 
 
 def _has_live_files(manifest: ManifestFile) -> bool:
@@ -244,37 +256,41 @@ def _now_ms(metadata: TableMetadata) -> int:
 def _carry_over(base: Table, parent_manifests: list[ManifestFile], update: SnapshotUpdate,
                 writer: ManifestWriter, snapshot_id: int, sequence_number: int) -> list[ManifestFile]:
     """Parent manifests for the new snapshot: untouched ones reused, ones holding removed files rewritten."""
-    remove_paths = {r.entry.data_file.file_path for r in update.removed}
-    if not remove_paths:
+    remove_keys = {file_key(r.entry.data_file) for r in update.removed}
+    if not remove_keys:
         return parent_manifests
     hinted = {r.manifest_path for r in update.removed}
+    # delete files are looked for in every delete manifest (they are few): the deletion vectors of
+    # one Puffin file may sit in several (one per spec), and callers may hint a data manifest
+    any_delete_manifest = any(r.entry.data_file.content != FileContent.DATA for r in update.removed)
     metadata = base.metadata
     out = []
-    found: set[str] = set()
+    found: set[tuple[str, int | None]] = set()
     for m in parent_manifests:
         # Only manifests named by planning (or written since) can hold the removed files.
-        if m.manifest_path not in hinted and not _written_since(metadata, m, update.start_snapshot_id):
+        if m.manifest_path not in hinted and not _written_since(metadata, m, update.start_snapshot_id) and not (
+                any_delete_manifest and m.content == ManifestContent.DELETES):
             out.append(m)
             continue
         entries = read_entries(base.io, m)
         live = [e for e in entries if e.status != EntryStatus.DELETED]
-        hits = [e for e in live if e.data_file.file_path in remove_paths]
+        hits = [e for e in live if file_key(e.data_file) in remove_keys]
         if not hits:
             out.append(m)
             continue
-        found.update(e.data_file.file_path for e in hits)
+        found.update(file_key(e.data_file) for e in hits)
         rewritten = [
             replace(e, status=EntryStatus.DELETED, snapshot_id=snapshot_id)
-            if e.data_file.file_path in remove_paths else replace(e, status=EntryStatus.EXISTING)
+            if file_key(e.data_file) in remove_keys else replace(e, status=EntryStatus.EXISTING)
             for e in live
         ]
         out.append(writer.write_manifest(rewritten, metadata.spec_by_id(m.partition_spec_id), metadata.schema(),
                                              snapshot_id, sequence_number, m.content))
-    missing = remove_paths - found
+    missing = remove_keys - found
     if missing:
         raise ValidationError(
             f"files to remove are no longer in table {base.full_name} (removed by a concurrent commit): "
-            + ", ".join(sorted(missing)[:5]))
+            + ", ".join(sorted(path for path, _ in missing)[:5]))
     return out
 
 

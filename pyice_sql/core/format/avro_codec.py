@@ -137,8 +137,13 @@ def manifest_avro_schema(partition_type: StructType, format_version: int = 2) ->
     else:
         data_file = [_field(134, "content", "int")] + head + metrics + tail + [
             _field(135, "equality_ids", _list(136, "int"), required=False),
-            _field(140, "sort_order_id", "int", required=False),
-            _field(143, "referenced_data_file", "string", required=False)]
+            _field(140, "sort_order_id", "int", required=False)]
+        if format_version >= 3:  # row lineage and deletion vectors, in Java's V3Metadata order
+            data_file.append(_field(142, "first_row_id", "long", required=False))
+        data_file.append(_field(143, "referenced_data_file", "string", required=False))
+        if format_version >= 3:
+            data_file += [_field(144, "content_offset", "long", required=False),
+                          _field(145, "content_size_in_bytes", "long", required=False)]
         entry = [_field(0, "status", "int"), _field(1, "snapshot_id", "long", required=False),
                  _field(3, "sequence_number", "long", required=False),
                  _field(4, "file_sequence_number", "long", required=False)]
@@ -164,6 +169,8 @@ def manifest_list_avro_schema(format_version: int = 2) -> dict[str, Any]:
         fields = head + [_field(517, "content", "int"), _field(515, "sequence_number", "long"),
                          _field(516, "min_sequence_number", "long"), _field(503, "added_snapshot_id", "long")]
         fields += counts + [partitions, key_metadata]
+        if format_version >= 3:
+            fields.append(_field(520, "first_row_id", "long", required=False))
     else:
         fields = head + [_field(503, "added_snapshot_id", "long", required=False)]
         fields += counts[:3] + [partitions] + counts[3:] + [key_metadata]
@@ -225,6 +232,12 @@ def _entry_out(entry: ManifestEntry, partition_type: StructType, snapshot_id: in
         return {"status": int(status), "snapshot_id": entry_snapshot, "data_file": data_file}
     data_file.update(content=int(f.content), equality_ids=f.equality_ids,
                      referenced_data_file=f.referenced_data_file)
+    if format_version >= 3:
+        if status == EntryStatus.ADDED and f.content == FileContent.DATA and f.first_row_id is not None:
+            raise ValueError(f"ADDED data file {f.file_path} carries first_row_id {f.first_row_id}: new files "
+                             "inherit theirs from the manifest list")
+        data_file.update(first_row_id=f.first_row_id if f.content == FileContent.DATA else None,
+                         content_offset=f.content_offset, content_size_in_bytes=f.content_size_in_bytes)
     if status == EntryStatus.ADDED:
         # Null sequence numbers inherit the commit's at read time, so the manifest survives a commit retry.
         # An explicit data sequence number (compaction output) is kept.
@@ -395,17 +408,19 @@ def _manifest_file_out(m: ManifestFile, format_version: int) -> dict[str, Any]:
             "partition_spec_id": m.partition_spec_id, "content": int(m.content),
             "sequence_number": m.sequence_number, "min_sequence_number": m.min_sequence_number,
             "added_snapshot_id": m.added_snapshot_id, **counts, "partitions": partitions,
-            "key_metadata": m.key_metadata}
+            "key_metadata": m.key_metadata, "first_row_id": m.first_row_id}
 
 
 def write_manifest_list(manifests: Iterable[ManifestFile], snapshot_id: int, parent_snapshot_id: int | None,
-                        sequence_number: int, format_version: int = 2) -> bytes:
-    """Encode the manifest list of snapshot `snapshot_id`."""
+                        sequence_number: int, format_version: int = 2, first_row_id: int | None = None) -> bytes:
+    """Encode the manifest list of snapshot `snapshot_id` (v3: whose first row id is `first_row_id`)."""
     metadata = {"snapshot-id": str(snapshot_id),
                 "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
                 "format-version": str(format_version)}
     if format_version != 1:
         metadata["sequence-number"] = str(sequence_number)
+    if format_version >= 3:
+        metadata["first-row-id"] = str(first_row_id)
     records = [_manifest_file_out(m, format_version) for m in manifests]
     return _write_avro(manifest_list_avro_schema(format_version), records, metadata)
 

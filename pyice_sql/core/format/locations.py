@@ -69,9 +69,10 @@ def new_operation_id(deletes: bool = False) -> str:
     return str(uuid.uuid4()) if deletes else f"{uuid.uuid4()}-0"
 
 
-def file_name(partition_id: int, task_id: int, operation_id: str, count: int, deletes: bool = False) -> str:
+def file_name(partition_id: int, task_id: int, operation_id: str, count: int, deletes: bool = False,
+              extension: str = "parquet") -> str:
     """OutputFileFactory's name for the `count`-th (from 1) file a task writes in one operation."""
-    return f"{partition_id:05d}-{task_id}-{operation_id}-{count:05d}{'-deletes' if deletes else ''}.parquet"
+    return f"{partition_id:05d}-{task_id}-{operation_id}-{count:05d}{'-deletes' if deletes else ''}.{extension}"
 
 
 def new_file_location(table_location: str, properties: dict[str, str], partition_path: str, name: str) -> str:

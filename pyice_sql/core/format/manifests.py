@@ -59,10 +59,10 @@ class ManifestWriter:
                                              sequence_number, content)
 
     def write_manifest_list(self, manifests: list[ManifestFile], snapshot_id: int, parent_id: int | None,
-                            sequence_number: int, attempt: int) -> str:
+                            sequence_number: int, attempt: int, first_row_id: int | None = None) -> str:
         path = f"{self.location}/metadata/snap-{snapshot_id}-{attempt}-{self.commit_uuid}.avro"
         data = avro_codec.write_manifest_list(manifests, snapshot_id, parent_id, sequence_number,
-                                              self.format_version)
+                                              self.format_version, first_row_id)
         self.io.write_new(path, data)
         self.written.append(path)
         return path

@@ -18,6 +18,7 @@ from pyice_sql.core.model.fresh_ids import assign_fresh_ids
 from pyice_sql.core.model.partitioning import (
     PARTITION_DATA_ID_START, UNPARTITIONED_LAST_ID, PartitionField, PartitionSpec,
 )
+from pyice_sql.core.model.row_lineage import advance_next_row_id
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.snapshots import BRANCH, MAIN_BRANCH, Snapshot, SnapshotRef
 from pyice_sql.core.model.sort_order import INITIAL_SORT_ORDER_ID, UNSORTED, SortField, SortOrder
@@ -33,7 +34,7 @@ _KNOWN_KEYS = frozenset({
     "format-version", "table-uuid", "location", "last-sequence-number", "last-updated-ms", "last-column-id",
     "schema", "current-schema-id", "schemas", "partition-spec", "default-spec-id", "partition-specs",
     "last-partition-id", "default-sort-order-id", "sort-orders", "properties", "current-snapshot-id", "refs",
-    "snapshots", "statistics", "partition-statistics", "snapshot-log", "metadata-log",
+    "snapshots", "statistics", "partition-statistics", "snapshot-log", "metadata-log", "next-row-id",
 })
 
 
@@ -89,6 +90,7 @@ class TableMetadata:
     snapshot_log: tuple[SnapshotLogEntry, ...] = ()
     metadata_log: tuple[MetadataLogEntry, ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)
+    next_row_id: int | None = None  # format v3: the first row id the next snapshot assigns
 
     # ------------------------------------------------------------------ reading
 
@@ -161,7 +163,7 @@ class TableMetadata:
             metadata_log=tuple(MetadataLogEntry(int(e["timestamp-ms"]), e["metadata-file"])
                                for e in obj.get("metadata-log") or ()),
             extras={k: v for k, v in obj.items() if k not in _KNOWN_KEYS},
-        )
+            next_row_id=int(obj.get("next-row-id") or 0) if version >= 3 else None)
         metadata.validate()
         return metadata
 
@@ -191,7 +193,10 @@ class TableMetadata:
         out["default-sort-order-id"] = self.default_sort_order_id
         out["sort-orders"] = [o.to_json() for o in self.sort_orders]
         out["properties"] = {k: v for k, v in self.properties.items() if k not in RESERVED_PROPERTIES}
-        out["current-snapshot-id"] = -1 if self.current_snapshot_id is None else self.current_snapshot_id
+        out["current-snapshot-id"] = self.current_snapshot_id if self.current_snapshot_id is not None else (
+            None if self.format_version >= 3 else -1)  # Java writes null for "none" from v3 on
+        if self.next_row_id is not None:
+            out["next-row-id"] = self.next_row_id
         out["refs"] = {name: ref.to_json() for name, ref in self.refs.items()}
         out["snapshots"] = [s.to_json() for s in self.snapshots]
         out["statistics"] = list(self.statistics)
@@ -308,7 +313,8 @@ class TableMetadata:
             raise ValueError(f"cannot change format version {self.format_version} to {format_version}")
         if format_version == self.format_version:
             return self
-        return self._with(format_version=format_version, table_uuid=self.table_uuid or str(uuid.uuid4()))
+        return self._with(format_version=format_version, table_uuid=self.table_uuid or str(uuid.uuid4()),
+                          next_row_id=0 if format_version >= 3 else None)  # Java: row ids start at 0
 
     def add_snapshot(self, snapshot: Snapshot, ref_name: str = MAIN_BRANCH) -> "TableMetadata":
         """Add a new snapshot and move branch `ref_name` to it (main also becomes current)."""
@@ -322,7 +328,8 @@ class TableMetadata:
                              f"last-sequence-number {self.last_sequence_number}")
         added = dataclasses.replace(
             self, snapshots=self.snapshots + (snapshot,), last_updated_ms=snapshot.timestamp_ms,
-            last_sequence_number=max(self.last_sequence_number, snapshot.sequence_number))
+            last_sequence_number=max(self.last_sequence_number, snapshot.sequence_number),
+            next_row_id=advance_next_row_id(self.next_row_id, snapshot))
         return added._move_branch(ref_name, snapshot.snapshot_id, snapshot.timestamp_ms)
 
     def set_current_snapshot(self, snapshot_id: int) -> "TableMetadata":
@@ -583,18 +590,9 @@ def new_table_metadata(
     orders = (fresh_order,) if fresh_order.is_unsorted else (UNSORTED, fresh_order)
 
     return TableMetadata(
-        format_version=format_version,
-        table_uuid=str(uuid.uuid4()),
-        location=_strip_trailing_slash(location),
-        last_sequence_number=0,
-        last_updated_ms=_now_ms(),
-        last_column_id=counter[0],
-        schemas=(fresh,),
-        current_schema_id=0,
-        specs=(fresh_spec,),
-        default_spec_id=0,
-        last_partition_id=fresh_spec.last_field_id,
-        sort_orders=orders,
-        default_sort_order_id=fresh_order.order_id,
+        format_version=format_version, table_uuid=str(uuid.uuid4()), location=_strip_trailing_slash(location),
+        last_sequence_number=0, last_updated_ms=_now_ms(), last_column_id=counter[0],
+        schemas=(fresh,), current_schema_id=0, specs=(fresh_spec,), default_spec_id=0,
+        last_partition_id=fresh_spec.last_field_id, sort_orders=orders, default_sort_order_id=fresh_order.order_id,
         properties={k: v for k, v in props.items() if k not in RESERVED_PROPERTIES},
-    )
+        next_row_id=0 if format_version >= 3 else None)  # v3: row ids start at 0

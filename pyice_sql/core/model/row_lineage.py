@@ -48,3 +48,33 @@ def inherit_first_row_ids(entries: list[ManifestEntry], manifest: ManifestFile) 
 def is_lineage_column(name: str) -> bool:
     """Whether a column name (any case, as Spark resolves it) is a row-lineage metadata column."""
     return name.lower() in LINEAGE_COLUMNS
+
+
+def assign_manifest_first_row_ids(manifests: list[ManifestFile], first_row_id: int
+                                  ) -> tuple[list[ManifestFile], int]:
+    """A v3 manifest list's rows with a `first_row_id` for every data manifest lacking one, and
+    the snapshot's `added-rows` (spec, "First Row ID Assignment", as Java's ManifestListWriter).
+
+    Each such manifest reserves room for its added AND existing rows: an EXISTING file carried
+    from a snapshot older than the v3 upgrade has no row ids yet and inherits them from here.
+    Delete manifests and manifests that already have one are kept as they are.
+    """
+    next_id = first_row_id
+    out = []
+    for m in manifests:
+        if m.content == ManifestContent.DATA and m.first_row_id is None:
+            m = dataclasses.replace(m, first_row_id=next_id)
+            next_id += (m.added_rows_count or 0) + (m.existing_rows_count or 0)
+        out.append(m)
+    return out, next_id - first_row_id
+
+
+def advance_next_row_id(next_row_id: int | None, snapshot) -> int | None:
+    """The table's `next-row-id` once `snapshot` is added (None below v3): a v3 snapshot must
+    start at or after it and moves it on by its `added-rows`, as Java's TableMetadata checks."""
+    if next_row_id is None:
+        return None
+    if snapshot.first_row_id is None or snapshot.first_row_id < next_row_id:
+        raise ValueError(f"snapshot {snapshot.snapshot_id} has first-row-id {snapshot.first_row_id}, "
+                         f"behind the table's next-row-id {next_row_id}")
+    return next_row_id + (snapshot.added_rows or 0)

@@ -170,6 +170,7 @@ _COUNTER_KEYS = (
     "added-equality-delete-files", "removed-equality-delete-files",
     "added-position-delete-files", "removed-position-delete-files",
     "added-delete-files", "removed-delete-files",
+    "added-dvs", "removed-dvs",
     "added-records", "deleted-records",
     "added-files-size", "removed-files-size",
     "added-position-deletes", "removed-position-deletes",
@@ -240,13 +241,15 @@ def build_summary(
 
 def _count_file(counts: dict[str, int], f: ContentFileLike, added: bool) -> None:
     add_or_remove = "added" if added else "removed"
-    counts[f"{add_or_remove}-files-size"] += f.file_size_in_bytes
+    # a deletion vector (format v3) counts as its blob, not the Puffin file it shares with others
+    dv = str(getattr(f, "file_format", "")).upper() == "PUFFIN"
+    counts[f"{add_or_remove}-files-size"] += f.content_size_in_bytes if dv else f.file_size_in_bytes
     if f.content == DATA:
         counts["added-data-files" if added else "deleted-data-files"] += 1
         counts["added-records" if added else "deleted-records"] += f.record_count
     elif f.content == POSITION_DELETES:
         counts[f"{add_or_remove}-delete-files"] += 1
-        counts[f"{add_or_remove}-position-delete-files"] += 1
+        counts[f"{add_or_remove}-dvs" if dv else f"{add_or_remove}-position-delete-files"] += 1
         counts[f"{add_or_remove}-position-deletes"] += f.record_count
     elif f.content == EQUALITY_DELETES:
         counts[f"{add_or_remove}-delete-files"] += 1

@@ -63,7 +63,7 @@ def read_deletion_vector_rows(spark: SparkSession, dvs: list[DataFile]) -> DataF
     listing = spark.createDataFrame(list(by_file.items()), T.StructType(
         [T.StructField("puffin", T.StringType()), T.StructField("blobs", T.ArrayType(_BLOB))]))
     listing = listing.select(manifest_path_key(F.col("puffin")).alias("__key"), "puffin", "blobs")
-    files = (spark.read.format("binaryFile").load(*by_file)
+    files = (spark.read.format("binaryFile").load(list(by_file))  # load(*paths) takes a 2nd path as format
              .select(spark_path_key(F.col("path")).alias("__key"), "content"))
     decode = F.udf(_decode, _DECODED)
     decoded = files.join(F.broadcast(listing), "__key").select(

@@ -24,7 +24,8 @@ from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_failure
 from pyice_sql.core.commit.operations import row_delta
-from pyice_sql.core.commit.producer import RemovedFile
+from pyice_sql.core.commit.producer import RemovedFile, file_key
+from pyice_sql.core.model.format_versions import refuse_on_v3
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, KEY_PREFIX, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
@@ -51,6 +52,8 @@ from pyice_sql.core.sql import statements as st
 from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes
 from pyice_sql.spark.rowlevel.copy_on_write import CardinalityViolation, write_copy_on_write
 from pyice_sql.spark.rowlevel.merge_on_read import write_merge_on_read
+from pyice_sql.spark.rowlevel.merge_on_read_v3 import write_merge_on_read_v3
+from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote
 
 MAX_SOURCE_KEY_VALUES = 1000
@@ -204,12 +207,19 @@ class RowLevelExecutor:
         stored = self._store_assignment(plan, schema, target_view, source_view)
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored)).persist()
         self._persisted.append(tagged)
+        v3 = md.format_version >= 3
+        if v3 and plan.mode != "merge-on-read":
+            refuse_on_v3(md.format_version, f"copy-on-write {plan.command}", table.full_name)
+        lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: updated rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
-                          lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields])))
+                          lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],
+                                                                           *lineage)))
+        write_mode = (write_copy_on_write if plan.mode != "merge-on-read"
+                      else write_merge_on_read_v3 if v3 else write_merge_on_read)
         written: list[DataFile] = []
         with delete_written_on_failure(table.io, written):
             try:
-                out = write_merge_on_read(w) if plan.mode == "merge-on-read" else write_copy_on_write(w)
+                out = write_mode(w)
             except CardinalityViolation:
                 self._check_cardinality(table, plan, tagged)
                 raise
@@ -273,10 +283,10 @@ class RowLevelExecutor:
     @staticmethod
     def _removed_files(tasks: list[FileScanTask], scan: ScanPlan) -> list[RemovedFile]:
         """The data files to remove, plus delete files scoped to exactly those files."""
-        removed = {t.file.file_path: RemovedFile(t.entry, t.manifest_path) for t in tasks}
+        removed = {file_key(t.file): RemovedFile(t.entry, t.manifest_path) for t in tasks}
         for t in tasks:
             for d in file_scoped_deletes(t):
-                removed.setdefault(d.data_file.file_path,
+                removed.setdefault(file_key(d.data_file),
                                    RemovedFile(d, scan.delete_manifests[d.data_file.file_path]))
         return list(removed.values())
 

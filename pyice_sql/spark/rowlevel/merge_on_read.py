@@ -24,7 +24,7 @@ from pyice_sql.spark.rowlevel.context import (
 from pyice_sql.spark.write.data_writer import write_data_files
 from pyice_sql.spark.write.delete_writer import write_position_deletes
 
-_OLD = "__old"  # a position from an existing delete file being folded
+OLD = "__old"  # a position from an existing delete file being folded
 _KEEP = "__keep"
 
 
@@ -32,17 +32,17 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     check = w.checks_cardinality
     rows = w.tagged.where(acting() | matched(w.plan) if check else acting()).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP),
-        F.lit(False).alias(_OLD))
+        F.lit(False).alias(OLD))
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
     if folded:
         old = read_position_deletes(w.spark, [d.data_file for ds in folded.values() for d in ds])
         rows = rows.unionByName(old.select("_file", "_pos", F.lit(None).cast("int").alias(OP),
-                                           F.lit(True).alias(_OLD)))
+                                           F.lit(True).alias(OLD)))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
     delete_files = write_position_deletes(
         w.spark, rows, {t.file.file_path: t.file for t in w.tasks}, w.write,
-        lambda r, window: _per_file(r, window, check, bool(folded)).observe(
+        lambda r, window: per_file(r, window, check, bool(folded)).observe(
             deletes, op_count(DELETE).alias("deleted")))
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     deleted = (deletes.get.get("deleted") or 0) if w.tasks else 0
@@ -56,18 +56,18 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
 
 
-def _per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) -> DataFrame:
+def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) -> DataFrame:
     """The positions to write of each data file, in order: each changed position once (a second
     matched pair of a position fails the job when `check`), plus the folded old positions of data
     files that have a new one."""
-    new = ~F.col(_OLD)
+    new = ~F.col(OLD)
     again = new & F.coalesce(F.lag("_pos").over(window) == F.col("_pos"), F.lit(False))
     if check:  # every row is a matched pair or acts on a target row: a position twice is two pairs
         keep = F.when(again, F.raise_error(F.lit(
             f"{CARDINALITY_MARKER}: a target row matched more than one source row"))).otherwise(
-            F.col(_OLD) | acting())
+            F.col(OLD) | acting())
     else:
-        keep = ~again & (F.col(_OLD) | acting())
+        keep = ~again & (F.col(OLD) | acting())
     if folding:
         whole_file = window.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
         keep = keep & (F.max(F.when(new & acting(), 1).otherwise(0)).over(whole_file) == 1)

@@ -106,7 +106,8 @@ def _nullable(t: T.DataType) -> T.DataType:
 
 def enforce_not_null(table, df: DataFrame) -> DataFrame:
     """Fail the write job on a NULL in a required column or required nested field (struct field,
-    list element, map value, at any depth): checked inline, no extra pass, values left as they are."""
+    list element, map value, at any depth): checked inline, no extra pass, values left as they are.
+    Columns after the table's (v3 row lineage) pass through."""
     cols = []
     for f in table.metadata.schema().fields:
         c = F.col(quote(f.name))
@@ -120,7 +121,7 @@ def enforce_not_null(table, df: DataFrame) -> DataFrame:
                 checked = F.when(violated(c), error) if checked is None else checked.when(violated(c), error)
             c = checked.otherwise(c)
         cols.append(c.alias(f.name))
-    return df.select(*cols)
+    return df.select(*cols, *[F.col(quote(c)) for c in df.columns[len(cols):]])
 
 
 def _null_rules(t: it.IcebergType, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Callable[[Column], Column]]]:

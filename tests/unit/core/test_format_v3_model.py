@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pyice_sql.core.catalog.base import read_metadata_file
-from pyice_sql.core.model.format_versions import FormatVersionWriteError, check_writable
+from pyice_sql.core.model.format_versions import FormatVersionWriteError, check_writable, refuse_on_v3
 from pyice_sql.core.model.row_lineage import inherit_first_row_ids, is_lineage_column
 from pyice_sql.core.errors import CorruptTableError
 from pyice_sql.core.format.fileio import LocalFileIO
@@ -55,7 +55,7 @@ def test_java_v3_metadata_reads_and_keeps_row_lineage():
     assert [(s.first_row_id, s.added_rows) for s in md.snapshots] == \
         [(s["first-row-id"], s["added-rows"]) for s in obj["snapshots"]]
     assert md.snapshots[0].first_row_id == 0 and md.snapshots[0].added_rows > 0
-    assert md.extras["next-row-id"] == obj["next-row-id"]
+    assert md.next_row_id == obj["next-row-id"]
     again = md.to_json()
     assert again["next-row-id"] == obj["next-row-id"]
     assert [s.get("first-row-id") for s in again["snapshots"]] == [s["first-row-id"] for s in obj["snapshots"]]
@@ -81,10 +81,14 @@ def test_field_defaults_and_unknown_type_round_trip():
     assert str(type_from_json("unknown")) == "unknown"
 
 
-def test_v3_writes_are_refused_by_name():
-    check_writable(2, "local.db.t")
-    with pytest.raises(FormatVersionWriteError, match=r"^format v3 writes not supported yet by pyice_sql: local\.db\.t$"):
-        check_writable(3, "local.db.t")
+def test_unbuilt_v3_writes_are_refused_by_name():
+    check_writable(3, "local.db.t")
+    refuse_on_v3(2, "procedures", "local.db.t")
+    with pytest.raises(FormatVersionWriteError,
+                       match=r"^procedures not supported yet by pyice_sql on format v3 tables: local\.db\.t$"):
+        refuse_on_v3(3, "procedures", "local.db.t")
+    with pytest.raises(FormatVersionWriteError, match=r"^format v4 writes not supported yet by pyice_sql: local\.db\.t$"):
+        check_writable(4, "local.db.t")
 
 
 def test_lineage_column_names():

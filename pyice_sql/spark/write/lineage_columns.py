@@ -1,0 +1,51 @@
+"""Row lineage through merge-on-read UPDATE / MERGE on format v3: updated rows keep their `_row_id`.
+
+An updated row is written to a new data file while a deletion vector hides its old copy. The
+spec (and Iceberg Java) keep its identity: the new file stores the row's existing `_row_id` in
+the reserved column (field id 2147483540) and a null `_last_updated_sequence_number` (field id
+2147483539), so readers give it the commit's sequence number. Inserted rows store null for
+both and inherit a fresh id from the file's `first_row_id` plus their position.
+
+The old row id comes from the target row the update replaces, found by its (file, position)
+in a lineage read of the touched files (spark/read/row_lineage.py: stored value, else
+`first_row_id + _pos`). Metrics of the two reserved columns are not recorded in the manifest:
+they are not table columns, so no scan filter can use them.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pyspark.sql import DataFrame, SparkSession, functions as F
+
+from pyice_sql.core.model.manifest import DataFile
+from pyice_sql.core.model.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.scan.planner import FileScanTask
+from pyice_sql.spark.read.reader import FILE_COL, POS_COL
+from pyice_sql.spark.read.row_lineage import read_with_lineage
+from pyice_sql.spark.write.data_writer import WriteContext, write_data_files
+
+_LINEAGE_IDS = frozenset(f.field_id for f in LINEAGE_FIELDS)
+
+
+def carry_row_ids(spark: SparkSession, schema: Schema, rows: DataFrame, file_col: str, pos_col: str,
+                  touched: list[FileScanTask]) -> DataFrame:
+    """`rows` plus `_row_id` (of the target row at (`file_col`, `pos_col`); null for inserted rows,
+    whose position is null) and a null `_last_updated_sequence_number`."""
+    old = read_with_lineage(spark, schema, touched, with_metadata=True).select(
+        F.col(FILE_COL).alias(file_col), F.col(POS_COL).alias(pos_col), F.col(ROW_ID.name))
+    return (rows.join(old, [file_col, pos_col], "left")
+            .withColumn(LAST_UPDATED_SEQUENCE_NUMBER.name, F.lit(None).cast("long")))
+
+
+def write_with_lineage(rows: DataFrame, ctx: WriteContext) -> list[DataFile]:
+    """Write `rows` (the table's columns plus the two lineage columns) as data files."""
+    schema = Schema(ctx.schema.fields + LINEAGE_FIELDS, ctx.schema.schema_id, ctx.schema.identifier_field_ids)
+    files = write_data_files(rows, replace(ctx, schema=schema), rebalance=True)
+    return [replace(f, **{name: _without_lineage(getattr(f, name)) for name in (
+        "column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")})
+        for f in files]
+
+
+def _without_lineage(metrics: dict[int, object] | None) -> dict[int, object] | None:
+    return None if metrics is None else {k: v for k, v in metrics.items() if k not in _LINEAGE_IDS}
