@@ -65,8 +65,10 @@ def metadata_spelling(listed_uri: str) -> str:
 def spark_spellings(frame: DataFrame, paths: list[str]) -> dict[str, str]:
     """Each path of `paths` (as the manifest spells it) → its `_metadata.file_path` in `frame`,
     a plain Parquet read of exactly those files. One JVM call lists them all."""
+    # joined in the JVM: one py4j round trip, not one per file (a scan may list thousands)
+    listed = frame.sparkSession._jvm.scala.Predef.genericWrapArray(frame._jdf.inputFiles()).mkString("\n")
     by_key = {}
-    for uri in frame.inputFiles():
+    for uri in listed.split("\n"):
         by_key[local_key(unquote(uri))] = metadata_spelling(uri)
     out = {}
     for p in paths:
