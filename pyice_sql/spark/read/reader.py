@@ -2,12 +2,12 @@
 
 Spark reads the Parquet files itself, matching columns by Iceberg field id (so renamed,
 dropped and re-added columns read right; tables written without ids are read by name).
-Position deletes are read as a DataFrame and removed with a left-anti join on (file, row
-position); equality deletes with a left-anti join on their columns (null-safe), limited to
+Position deletes are read as a DataFrame and removed with a broadcast left-anti join on (file,
+row position); equality deletes with a left-anti join on their columns (null-safe), limited to
 older data in the same partition. Row identity comes from Spark's hidden `_metadata` column:
-`file_path` (a URI, percent-encoded) and `row_index`. A small per-file table, broadcast to
-the executors, maps Spark's path spelling back to the exact string in the manifest, which is
-what `_file` reports and what position delete files must contain.
+`file_path` (a URI, percent-encoded) and `row_index`. The rows keep Spark's raw `file_path`:
+each planned file's Spark spelling is computed once on the driver (`spark_paths`), and the small
+per-file tables (delete rows' targets, `_file` and partition of each file) are keyed by it.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.scan.planner import FileScanTask
+from pyice_sql.spark.local_rows import local_rows
+from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
 from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
 FILE_COL, POS_COL, SPEC_COL, PARTITION_COL, SEQ_COL = "_file", "_pos", "_spec_id", "_partition", "_seq"
@@ -30,6 +32,10 @@ METADATA_COLUMNS = (FILE_COL, POS_COL, SPEC_COL, PARTITION_COL)
 DELETE_FILE_PATH = T.StructField("file_path", T.StringType(), False, {FIELD_ID_KEY: 2147483546})
 DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545})
 _KEY = "__path_key"
+_SPARK_PATH = "__spark_path"  # `_metadata.file_path` as Spark reports it
+# Position deletes are broadcast to the scan tasks while their estimated size stays below this;
+# beyond it Spark picks the join (a shuffle of the scan).
+_BROADCAST_DELETES_BYTES = 256 << 20
 
 
 def manifest_path_key(col: Column) -> Column:
@@ -103,7 +109,8 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         if key not in read_schemas:
             read_schemas[key] = _promoted_read_schema(schema, t.written_schema)
         groups.setdefault(read_schemas[key], []).append(t.file.file_path)
-    row_id = [spark_path_key(F.col("_metadata.file_path")).alias(_KEY), F.col("_metadata.row_index").alias(POS_COL)]
+    row_id = [F.col("_metadata.file_path").alias(_SPARK_PATH), F.col("_metadata.row_index").alias(POS_COL)]
+    spellings: dict[str, str] = {}
     frames = []
     for read_schema, paths in groups.items():
         part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
@@ -111,21 +118,24 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
             return part
         cols = columns if read_schema is None else [
             c.cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for c, f in zip(columns, schema.fields)]
+        if with_metadata or deletes:
+            spellings.update(spark_spellings(part, paths))
         frames.append(part.select(*cols, *(row_id if with_metadata or deletes else [])))
     data = functools.reduce(DataFrame.union, frames)
     if not with_metadata and not deletes:
         return data
     eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
-    if with_metadata or eq_deletes:  # position deletes alone need only the path key and position
-        files = spark.createDataFrame(
-            [(t.file.file_path, t.file.spec_id, partition_key(t.file), t.data_sequence_number) for t in tasks],
-            T.StructType([T.StructField(FILE_COL, T.StringType()), T.StructField(SPEC_COL, T.IntegerType()),
-                          T.StructField(PARTITION_COL, T.StringType()), T.StructField(SEQ_COL, T.LongType())]))
-        files = files.withColumn(_KEY, manifest_path_key(F.col(FILE_COL)))
-        data = data.join(F.broadcast(files), _KEY)
+    if with_metadata or eq_deletes:  # position deletes alone need only the path and position
+        files = local_rows(
+            spark, [(spellings[t.file.file_path], t.file.file_path, t.file.spec_id, partition_key(t.file),
+                     t.data_sequence_number) for t in tasks],
+            T.StructType([T.StructField(_SPARK_PATH, T.StringType()), T.StructField(FILE_COL, T.StringType()),
+                          T.StructField(SPEC_COL, T.IntegerType()), T.StructField(PARTITION_COL, T.StringType()),
+                          T.StructField(SEQ_COL, T.LongType())]))
+        data = data.join(F.broadcast(files), _SPARK_PATH)
     pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
     if pos_deletes:
-        data = _apply_position_deletes(spark, data, pos_deletes)
+        data = _apply_position_deletes(spark, data, pos_deletes, spellings)
     if eq_deletes:
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
@@ -167,15 +177,25 @@ def read_position_deletes(spark: SparkSession, delete_files: list[DataFile]) -> 
     return rows.select(F.col("file_path").alias(FILE_COL), F.col("pos").alias(POS_COL))
 
 
-def _apply_position_deletes(spark: SparkSession, data: DataFrame, delete_files: list[DataFile]) -> DataFrame:
+def _apply_position_deletes(spark: SparkSession, data: DataFrame, delete_files: list[DataFile],
+                            spellings: dict[str, str]) -> DataFrame:
+    """Anti-join on (Spark's path, row index). Each delete row's target path gets Spark's spelling
+    through a small broadcast table of the scanned files, which also drops rows aimed at files
+    outside this scan."""
     from pyice_sql.spark.read.deletion_vectors import is_deletion_vector, read_deletion_vector_rows
     dvs = [d for d in delete_files if is_deletion_vector(d)]
     files = [d for d in delete_files if not is_deletion_vector(d)]
     frames = ([read_position_deletes(spark, files)] if files else []) + ([read_deletion_vector_rows(spark, dvs)]
                                                                          if dvs else [])
     rows = functools.reduce(DataFrame.union, frames)
-    rows = rows.select(manifest_path_key(F.col(FILE_COL)).alias(_KEY), F.col(POS_COL))
-    return data.join(rows, [_KEY, POS_COL], "left_anti")
+    targets = local_rows(spark, sorted({(local_key(p), s) for p, s in spellings.items()}),
+                         T.StructType([T.StructField(_KEY, T.StringType()), T.StructField(_SPARK_PATH, T.StringType())]))
+    rows = (rows.select(manifest_path_key(F.col(FILE_COL)).alias(_KEY), F.col(POS_COL))
+            .join(F.broadcast(targets), _KEY).select(_SPARK_PATH, POS_COL))
+    width = max(len(s) for s in spellings.values()) + 40  # bytes per row in the broadcast hash table
+    if sum(d.record_count for d in delete_files) * width <= _BROADCAST_DELETES_BYTES:
+        rows = F.broadcast(rows)
+    return data.join(rows, [_SPARK_PATH, POS_COL], "left_anti")
 
 
 def _apply_equality_deletes(spark: SparkSession, schema: Schema, data: DataFrame,
