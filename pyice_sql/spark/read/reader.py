@@ -23,7 +23,7 @@ from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.scan.planner import FileScanTask
-from pyice_sql.spark.local_rows import local_rows
+from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
 from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 

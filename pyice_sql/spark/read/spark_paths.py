@@ -21,6 +21,7 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame
 
 from pyice_sql.core.errors import CorruptTableError
+from pyice_sql.spark.connect_backend import is_connect
 
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):(?://(?P<authority>[^/]*))?(?P<path>.*)$", re.S)
 _LOCAL_PREFIX = re.compile(r"^file:/+")
@@ -65,10 +66,13 @@ def metadata_spelling(listed_uri: str) -> str:
 def spark_spellings(frame: DataFrame, paths: list[str]) -> dict[str, str]:
     """Each path of `paths` (as the manifest spells it) → its `_metadata.file_path` in `frame`,
     a plain Parquet read of exactly those files. One JVM call lists them all."""
-    # joined in the JVM: one py4j round trip, not one per file (a scan may list thousands)
-    listed = frame.sparkSession._jvm.scala.Predef.genericWrapArray(frame._jdf.inputFiles()).mkString("\n")
+    if is_connect(frame.sparkSession):
+        listed = frame.inputFiles()
+    else:  # joined in the JVM: one py4j round trip, not one per file (a scan may list thousands)
+        listed = frame.sparkSession._jvm.scala.Predef.genericWrapArray(frame._jdf.inputFiles()).mkString(
+            "\n").split("\n")
     by_key = {}
-    for uri in listed.split("\n"):
+    for uri in listed:
         by_key[local_key(unquote(uri))] = metadata_spelling(uri)
     out = {}
     for p in paths:
