@@ -82,7 +82,7 @@ def _rows(result: dict) -> list:
 def test_dml_on_spark_connect_gives_the_hand_computed_rows_and_java_reads_them(connect_run, mode):
     warehouse, by_sql = connect_run
     steps = [by_sql[s] for s in _dml(f"local.db.t_{mode[:3]}", mode)]
-    assert [r["rows"][0][0] for r in steps[2:5]] == [1, 1, 2]  # num_affected_rows of DELETE, UPDATE, MERGE
+    assert [_rows(r)[0][0] for r in steps[2:5]] == [1, 1, 2]  # num_affected_rows of DELETE, UPDATE, MERGE
     assert _rows(steps[5]) == EXPECTED
     assert _rows(steps[6]) == [[4]]
     assert _rows(steps[7]) == [[3]]
