@@ -20,7 +20,6 @@ from urllib.parse import unquote
 
 from pyspark.sql import DataFrame
 
-from pyice_sql.core.errors import CorruptTableError
 from pyice_sql.spark.connect_backend import is_connect
 
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):(?://(?P<authority>[^/]*))?(?P<path>.*)$", re.S)
@@ -74,11 +73,15 @@ def spark_spellings(frame: DataFrame, paths: list[str]) -> dict[str, str]:
     by_key = {}
     for uri in listed:
         by_key[local_key(unquote(uri))] = metadata_spelling(uri)
-    out = {}
-    for p in paths:
-        spelling = by_key.get(local_key(p))
-        if spelling is None:
-            raise CorruptTableError("Spark's listing of the scanned files has no file spelled like this data "
-                                    "file, so its deletes and _file could not be matched to its rows", p)
-        out[p] = spelling
-    return out
+    # a file the listing lacks (seen with a MERGE whose source is its own target) is spelled from its
+    # manifest path the way Hadoop's Path would
+    return {p: by_key.get(local_key(p)) or manifest_spelling(p) for p in paths}
+
+
+def manifest_spelling(path: str) -> str:
+    """`_metadata.file_path` of a file from its path as a manifest holds it (raw, not URI-encoded)."""
+    m = _URI.match(path)
+    if m is None:  # a bare local path: Spark qualifies it as file:
+        return "file:" + _quote_path(path)
+    authority = m.group("authority")
+    return m.group("scheme") + ":" + (f"//{authority}" if authority else "") + _quote_path(m.group("path"))
