@@ -108,13 +108,13 @@ def test_progress_lines_per_phase_and_quiet(spark, warehouse, caplog):
     ice.sql("MERGE INTO local.db.t t USING (SELECT 1L AS id UNION ALL SELECT 100L) s ON t.id = s.id "
             "WHEN MATCHED THEN UPDATE SET s = 'y' WHEN NOT MATCHED THEN INSERT (id, s) VALUES (s.id, 'n')")
     lines = [r.getMessage() for r in caplog.records if r.name == "pyice_sql.progress"]
-    assert [line.split(": ")[2] for line in lines] == ["planning", "scan", "write", "commit"]
+    assert [line.split(": ")[2] for line in lines] == ["planning", "write", "commit"]
     assert lines[0].startswith("pyice: MERGE local.db.t: planning: ")
     assert f"of {files} data files" in lines[0]
-    assert "1 files touched" in lines[1] and "1 to update, 0 to delete, 1 to insert" in lines[1]
-    assert "1 delete files written" in lines[2]
+    assert "1 files touched" in lines[1] and "1 updated, 0 deleted, 1 inserted" in lines[1]
+    assert "1 delete files written" in lines[1]
     snapshot = ice.sql("SELECT snapshot_id FROM local.db.t.snapshots ORDER BY committed_at DESC LIMIT 1").first()[0]
-    assert lines[3].startswith(f"pyice: MERGE local.db.t: commit: snapshot {snapshot} ")
+    assert lines[2].startswith(f"pyice: MERGE local.db.t: commit: snapshot {snapshot} ")
     caplog.clear()
     quiet = pyice_sql.connect(spark, warehouse=warehouse, quiet=True)
     quiet.sql("DELETE FROM local.db.t WHERE id = 2")

@@ -62,7 +62,7 @@ def test_merge_uses_notebook_variable_and_shows_metrics_and_progress(executed):
     assert metrics["num_added_delete_files"] == "1"  # merge-on-read
     stderr = "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stderr")
     phases = re.findall(r"pyice: MERGE local\.nb\.t: (\w+):", stderr)
-    assert phases == ["planning", "scan", "write", "commit"]
+    assert phases == ["planning", "write", "commit"]  # counts are known only once the write jobs ran
     assert _rows(_html(cells["%pyice_sql -o one SELECT s FROM local.nb.t WHERE id = 3"])) == [["c"]]
 
 
