@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from pyspark.sql import Column, DataFrame, SparkSession, functions as F
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, functions as F
 
 from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.plan.nodes import DELETE, MATCHED, UPDATE, RowLevelPlan
+from pyice_sql.core.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, RowLevelPlan
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask
-from pyice_sql.spark.rowlevel.compile.merge_rows import MATCHED_PAIR, OP
+from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, MATCHED_PAIR, OP, POS
 from pyice_sql.spark.write.data_writer import WriteContext
 
 # Marker of the in-job cardinality failure: the executor then builds the full error on the driver.
@@ -62,6 +62,30 @@ class Written:
     rewritten: list[FileScanTask] = field(default_factory=list)  # data files replaced (copy-on-write)
     folded: list = field(default_factory=list)  # delete entries replaced by the new delete files
     referenced: list[str] = field(default_factory=list)  # data files the new deletes point at
+
+
+def observed(observation: Observation, fallback: Callable[[], dict]) -> dict:
+    """The metrics an Observation collected during a write, else `fallback()` (one aggregate job).
+
+    Spark reports nothing for an observed plan it proved empty or did not run, and Spark 4's
+    classic `Observation.get` fails outright on such an empty row; the counts must never silently
+    become 0 (a statement would then look like it changed nothing), so they are recomputed."""
+    try:
+        values = observation.get
+    except Exception:  # noqa: BLE001 - Spark 4: assertion in PythonSQLUtils.toPyRow on an empty row
+        values = {}
+    return values if values else fallback()
+
+
+def deleted_count(tagged: DataFrame) -> dict:
+    """Rows the statement deletes, a position deleted twice counted once (the observation's fallback)."""
+    return {"deleted": tagged.where(F.col(OP) == DELETE).select(FILE, POS).distinct().count()}
+
+
+def new_row_counts(tagged: DataFrame) -> dict:
+    """Updated and inserted rows (the observation's fallback)."""
+    row = tagged.agg(op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")).first()
+    return {"updated": row["updated"] or 0, "inserted": row["inserted"] or 0}
 
 
 def acting() -> Column:

@@ -19,7 +19,8 @@ from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
 from pyice_sql.spark.rowlevel.context import (
-    CARDINALITY_MARKER, RowLevelWrite, Written, acting, file_scoped_deletes, matched, op_count,
+    CARDINALITY_MARKER, RowLevelWrite, Written, acting, deleted_count, file_scoped_deletes, matched, new_row_counts,
+    observed, op_count,
 )
 from pyice_sql.spark.write.data_writer import write_data_files
 from pyice_sql.spark.write.delete_writer import write_position_deletes
@@ -45,13 +46,14 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
         lambda r, window: per_file(r, window, check, bool(folded)).observe(
             deletes, op_count(DELETE).alias("deleted")))
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
-    deleted = (deletes.get.get("deleted") or 0) if w.tasks else 0
+    # no delete file written means no position deleted (and Spark may have reported nothing)
+    deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
     inserts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
     new_rows = w.table_rows(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)).observe(
         inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")))
     data_files = write_data_files(new_rows, w.write, rebalance=True)
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
-    counted = inserts.get
+    counted = observed(inserts, lambda: new_row_counts(w.tagged)) if data_files else {}
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
 
