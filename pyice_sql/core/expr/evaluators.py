@@ -26,7 +26,7 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.types import IcebergType, is_floating
 
 
-def _decode(t: IcebergType, raw: bytes | None) -> Any:
+def decode_bound(t: IcebergType, raw: bytes | None) -> Any:
     """A bound as an internal value, or None when absent, NaN or unreadable (no information).
 
     Other writers may truncate strings mid-character or write NaN bounds; ignoring such a
@@ -134,8 +134,8 @@ class _FileStats:
         return values is not None and nans is not None and values == nans
 
     def bounds(self, p: BoundPredicate) -> tuple[Any, Any]:
-        return (_decode(p.type, self._get(self.f.lower_bounds, p.field_id)),
-                _decode(p.type, self._get(self.f.upper_bounds, p.field_id)))
+        return (decode_bound(p.type, self._get(self.f.lower_bounds, p.field_id)),
+                decode_bound(p.type, self._get(self.f.upper_bounds, p.field_id)))
 
 
 class _MetricsEvaluator:
@@ -255,7 +255,7 @@ class ManifestEvaluator:
             return not (s.contains_nan is True and not s.contains_null and no_values)
         if op in (Op.NOT_EQ, Op.NOT_IN):
             return True
-        lower, upper = _decode(p.type, s.lower_bound), _decode(p.type, s.upper_bound)
+        lower, upper = decode_bound(p.type, s.lower_bound), decode_bound(p.type, s.upper_bound)
         if op == Op.NOT_STARTS_WITH:
             return s.contains_null or not _bounds_include(Op.STARTS_WITH, p.values, lower, upper)
         if no_values:

@@ -43,6 +43,7 @@ from pyice_sql.core.plan import builder
 from pyice_sql.core.plan.nodes import PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.spark.connect_backend import analyzed_deterministic
+from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_tasks
 from pyice_sql.spark.local_relation import values
@@ -112,12 +113,18 @@ class RowLevelExecutor:
     def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:
         try:
             table, plan, source = self.plan(stmt)
+            start = branch_head(table, plan.target.branch or MAIN_BRANCH)
+            scan = plan_files(table.metadata, table.io, start, plan.scan_filter)
             if source is not None:
                 source = source.persist()
                 self._persisted.append(source)
-                if plan.prune_by_source_keys:
-                    plan = self._with_source_keys(plan, table, source)
-            return self._execute(table, plan, source)
+                if plan.prune_by_source_keys and source_keys_can_prune(
+                        scan.tasks, table.metadata.schema(), table.metadata.spec_by_id,
+                        [t for t, _ in plan.source_key_columns]):
+                    narrowed = self._with_source_keys(plan, table, source)
+                    if narrowed is not plan:
+                        plan, scan = narrowed, plan_files(table.metadata, table.io, start, narrowed.scan_filter)
+            return self._execute(table, plan, source, scan)
         finally:
             self.close()
 
@@ -189,13 +196,12 @@ class RowLevelExecutor:
                           filters=plan.filters + (PruningFilter(extra, "source join-key values/range (runtime)"),))
 
     # --- execution ----------------------------------------------------------------------------
-    def _execute(self, table: Table, plan: RowLevelPlan, source: DataFrame | None) -> DmlResult:
+    def _execute(self, table: Table, plan: RowLevelPlan, source: DataFrame | None, scan: ScanPlan) -> DmlResult:
         task = self.session.progress.task(f"{plan.command} {table.full_name}")
         md = table.metadata
         schema = md.schema()
         branch = plan.target.branch or MAIN_BRANCH
-        start = branch_head(table, branch)
-        scan = plan_files(md, table.io, start, plan.scan_filter)
+        start = scan.snapshot
         self.session.last_plan = scan
         task.phase("planning", f"{len(scan.tasks)} of {scan.metrics.data_files_total} data files to scan, "
                                f"{len(scan.delete_files)} delete files ({plan.mode})")

@@ -1,0 +1,59 @@
+"""A MERGE narrows its target scan by the source's join keys only where that can skip files.
+
+Ten files of a table: with disjoint id ranges (data clustered by key), a MERGE whose source keys
+fall in one range reads that one file; with every file spanning the whole id range (keys spread
+over files), no file can be skipped, so the pass over the source keys is not run (fewer Spark
+jobs) and every file is read. The rows are checked against a hand-computed result either way.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.spark.test_job_budget import _jobs
+
+pytestmark = pytest.mark.spark
+
+MERGE = ("MERGE INTO local.db.t t USING src s ON t.id = s.id "
+         "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+
+
+def _table(ice, clustered: bool) -> None:
+    ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
+    ice.sql("CREATE TABLE local.db.t (id bigint, v string) USING iceberg")
+    for k in range(10):  # one file per INSERT
+        ids = f"range({k * 100}, {k * 100 + 100})" if clustered else f"range({k}, 1000, 10)"
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, 'old' FROM {ids}")
+
+
+def _merge(ice):
+    src = ice.spark.createDataFrame([(510, "new"), (520, "new"), (5000, "ins")], "id bigint, v string")
+    return _jobs(ice, lambda: ice.sql(MERGE, src=src).collect()[0])
+
+
+def _check_rows(ice):
+    rows = {r.id: r.v for r in ice.sql("SELECT id, v FROM local.db.t").collect()}
+    expected = {i: "old" for i in range(1000)} | {510: "new", 520: "new", 5000: "ins"}
+    assert rows == expected
+
+
+def test_clustered_keys_read_only_the_matching_file(ice):
+    _table(ice, clustered=True)
+    _, result = _merge(ice)
+    assert (result.num_updated_rows, result.num_inserted_rows) == (2, 1)
+    assert len(ice.last_plan.tasks) == 1, ice.last_plan.metrics
+    _check_rows(ice)
+
+
+def test_spread_keys_skip_the_source_key_pass(ice, spark, warehouse):
+    import pyice_sql
+
+    _table(ice, clustered=False)
+    spread_jobs, result = _merge(ice)
+    assert (result.num_updated_rows, result.num_inserted_rows) == (2, 1)
+    assert len(ice.last_plan.tasks) == 10, ice.last_plan.metrics
+    _check_rows(ice)
+    # the same MERGE on clustered files (same file count and sizes) runs the source-key pass
+    other = pyice_sql.connect(spark, warehouse=warehouse + "-clustered")
+    _table(other, clustered=True)
+    clustered_jobs, _ = _merge(other)
+    assert spread_jobs < clustered_jobs, (spread_jobs, clustered_jobs)
