@@ -8,13 +8,11 @@ CoW MERGE in 6, UPDATE/DELETE in 4 (issue 9).
 """
 from __future__ import annotations
 
-import itertools
+import uuid
 
 import pytest
 
 pytestmark = pytest.mark.spark
-
-_groups = itertools.count()
 
 # Before issue 9's rework: MoR 19 / 11 / 11, CoW 18 / 10 / 10 (MERGE / UPDATE / DELETE).
 BUDGET = {
@@ -32,7 +30,7 @@ STATEMENTS = {
 
 def _jobs(ice, run) -> tuple[int, object]:
     sc = ice.spark.sparkContext
-    group = f"pyice-budget-{next(_groups)}"
+    group = f"pyice-budget-{uuid.uuid4().hex}"  # unique even if this module is imported twice
     sc.setJobGroup(group, group)
     try:
         out = run()

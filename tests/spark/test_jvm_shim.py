@@ -30,18 +30,26 @@ def shim(spark):
     return handle
 
 
-def _jar_on_spark_jars(spark) -> bool:
+def _jar_on_driver_classpath(spark) -> bool:
+    """The shim jar among the URLs of the driver's class loader (spark-submit puts `spark.jars` there
+    when it launches the JVM; a later session in the same JVM only ships them to executors)."""
     from pyice_sql.spark.jvm.bridge import shim_jar
 
-    return Path(shim_jar()).name in spark.sparkContext.getConf().get("spark.jars", "")
+    jvm = spark.sparkContext._jvm
+    loader, urls = jvm.java.lang.Thread.currentThread().getContextClassLoader(), []
+    while loader is not None:
+        if loader.getClass().getName().endswith("URLClassLoader"):
+            urls += [str(u.toString()) for u in loader.getURLs()]
+        loader = loader.getParent()
+    return any(u.endswith(Path(shim_jar()).name) for u in urls)
 
 
 def test_handshake_and_mode(spark, shim):
     from pyice_sql.spark.jvm.bridge import load_shim, shim_version
 
     # The shared session (tests/conftest.py) normally has the jar on spark.jars; either way the mode must
-    # follow the class path, and the other load path is covered by test_load_path_in_fresh_jvm.
-    assert shim.mode == ("classpath" if _jar_on_spark_jars(spark) else "loader")
+    # follow the driver's class path, and the other load path is covered by test_load_path_in_fresh_jvm.
+    assert shim.mode == ("classpath" if _jar_on_driver_classpath(spark) else "loader")
     assert shim.version == shim_version()
     assert load_shim(spark)._core is shim._core  # loaded once per SparkContext
 
