@@ -29,6 +29,7 @@ def explain_text(plan: RowLevelPlan, table_name: str, metrics: ScanMetrics) -> s
         lines.append(f"  pruning: {f.predicate}   <- {f.origin}")
     if plan.prune_by_source_keys:
         keys = ", ".join(f"{t} = source.{s}" for t, s in plan.source_key_columns)
-        lines.append(f"  pruning at run time: target {keys} narrowed to the source's key values/range")
+        lines.append(f"  pruning at run time: target {keys} narrowed to the source's key values/range "
+                     "(when the files' key bounds or partitions can tell them apart)")
     lines.append(f"  planned: {metrics}")
     return "\n".join(lines)
