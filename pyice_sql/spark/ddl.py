@@ -6,18 +6,23 @@ id is never reused), partition evolution adds a new spec and leaves old files on
 """
 from __future__ import annotations
 
+import dataclasses
+
 from pyspark.sql import types as T
+from sqlglot import exp
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.errors import AnalysisError, UnsupportedError
+from pyice_sql.core.expr.from_sql import constant_value
 from pyice_sql.core.model import types as it
+from pyice_sql.core.model.default_values import DEFAULTS_FORMAT_VERSION, DefaultValueError, check_default, to_json
 from pyice_sql.core.model.metadata import TableMetadata, new_table_metadata
 from pyice_sql.core.model.partitioning import PartitionField, PartitionSpec
 from pyice_sql.core.model.schema import Schema, name_mapping_json
 from pyice_sql.core.model.sort_order import UNSORTED, SortField, SortOrder
 from pyice_sql.core.model.transforms import Transform, parse_transform
 from pyice_sql.spark.schema import spark_to_schema, spark_type_to_iceberg
-from pyice_sql.core.sql.statements import ColumnSpec, NewColumn, PartitionTransform
+from pyice_sql.core.sql.statements import ColumnSpec, NewColumn, PartitionTransform, position_of
 
 NAME_MAPPING = props.DEFAULT_NAME_MAPPING
 DEFAULT_PROPERTIES = {props.PARQUET_COMPRESSION: props.PARQUET_COMPRESSION_DEFAULT}
@@ -119,8 +124,7 @@ def _replace_field(fields: tuple[it.NestedField, ...], path: tuple[str, ...], fn
             if len(path) == 1:
                 new = fn(f)
             elif isinstance(f.type, it.StructType):
-                new = it.NestedField(f.field_id, f.name, it.StructType(_replace_field(f.type.fields, path[1:], fn)),
-                                     f.required, f.doc)
+                new = dataclasses.replace(f, type=it.StructType(_replace_field(f.type.fields, path[1:], fn)))
             else:
                 raise AnalysisError(f"column {'.'.join(path)} is not inside a struct")
             if new is not None:
@@ -132,14 +136,37 @@ def _replace_field(fields: tuple[it.NestedField, ...], path: tuple[str, ...], fn
     return tuple(out)
 
 
-def add_columns(md: TableMetadata, columns: tuple[NewColumn, ...]) -> TableMetadata:
+def json_default(md: TableMetadata, t: it.IcebergType, value: exp.Expression, required: bool,
+                 what: str) -> object:
+    """A DEFAULT expression as the JSON single-value default of a column of type `t` (format v3
+    only; `what` names the column and table in errors)."""
+    position = position_of(value)
+    if md.format_version < DEFAULTS_FORMAT_VERSION:
+        raise AnalysisError(f"cannot set a default value for {what}: column default values need format "
+                            f"v{DEFAULTS_FORMAT_VERSION}, the table is v{md.format_version} (upgrade it with "
+                            "ALTER TABLE ... SET TBLPROPERTIES ('format-version'='3'))", position=position)
+    try:
+        default = to_json(t, constant_value(value, t))
+        check_default(t, default, required, what)
+    except DefaultValueError as e:
+        raise AnalysisError(str(e), position=position) from None
+    except ValueError as e:
+        raise AnalysisError(f"invalid default for {what}: {e}", position=position) from None
+    return default
+
+
+def add_columns(md: TableMetadata, columns: tuple[NewColumn, ...], table_name: str = "") -> TableMetadata:
+    """New columns; one with a DEFAULT gets it as both initial-default (older rows read it) and
+    write-default, and may then be NOT NULL (the spec's v3 rule)."""
     fields = md.schema().fields
     last = md.last_column_id
     for c in columns:
-        if c.not_null:
-            raise AnalysisError(f"cannot add required column {'.'.join(c.path)}: existing rows have no value")
         new_type, last_after = spark_type_to_iceberg(parse_spark_type(c.type), last + 1)
-        new_field = it.NestedField(last + 1, c.path[-1], new_type, False, c.comment)
+        what = f"column {'.'.join(c.path)} of {table_name or 'the table'}"
+        default = None if c.default is None else json_default(md, new_type, c.default, c.not_null, what)
+        if c.not_null and default is None:
+            raise AnalysisError(f"cannot add required column {'.'.join(c.path)}: existing rows have no value")
+        new_field = it.NestedField(last + 1, c.path[-1], new_type, c.not_null, c.comment, default, default)
         last = last_after
         if Schema(fields).find_field(".".join(c.path)) is not None:
             raise AnalysisError(f"column {'.'.join(c.path)!r} already exists")
@@ -217,14 +244,20 @@ def rename_column(md: TableMetadata, path: tuple[str, ...], new_name: str) -> Ta
     siblings = parent.type.fields if parent is not None else schema.fields
     if any(f.name.lower() == new_name.lower() for f in siblings if f.name.lower() != path[-1].lower()):
         raise AnalysisError(f"cannot rename {'.'.join(path)} to {new_name!r}: that name is taken")
-    fields = _replace_field(schema.fields, path, lambda f: it.NestedField(f.field_id, new_name, f.type,
-                                                                           f.required, f.doc))
+    fields = _replace_field(schema.fields, path, lambda f: dataclasses.replace(f, name=new_name))
     return _with_schema(md, fields)
 
 
 def alter_column(md: TableMetadata, path: tuple[str, ...], new_type: str | None, comment: str | None,
-                 not_null: bool | None) -> TableMetadata:
+                 not_null: bool | None, default: exp.Expression | None = None, drop_default: bool = False,
+                 table_name: str = "") -> TableMetadata:
+    """One column change; SET DEFAULT / DROP DEFAULT change only the write-default (the
+    initial-default of rows written before the column existed never changes)."""
     def change(f: it.NestedField) -> it.NestedField:
+        if default is not None or drop_default:
+            what = f"column {'.'.join(path)} of {table_name or 'the table'}"
+            value = None if drop_default else json_default(md, f.type, default, f.required, what)
+            return dataclasses.replace(f, write_default=value)
         t = f.type
         if new_type is not None:
             wanted, _ = spark_type_to_iceberg(parse_spark_type(new_type), md.last_column_id)
@@ -237,7 +270,7 @@ def alter_column(md: TableMetadata, path: tuple[str, ...], new_type: str | None,
             raise AnalysisError(f"cannot make column {'.'.join(path)} NOT NULL: existing rows may hold NULL")
         if not_null is False:
             required = False
-        return it.NestedField(f.field_id, f.name, t, required, comment if comment is not None else f.doc)
+        return dataclasses.replace(f, type=t, required=required, doc=comment if comment is not None else f.doc)
 
     return _with_schema(md, _replace_field(md.schema().fields, path, change))
 

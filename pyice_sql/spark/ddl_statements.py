@@ -147,7 +147,8 @@ class DdlStatements:
         update_metadata(self.load_ref(ref), change)
 
     def _do_AlterTableAddColumns(self, stmt: st.AlterTableAddColumns) -> None:
-        self._alter(stmt.table, lambda md: ddl.add_columns(md, stmt.columns))
+        name = stmt.table.qualified_name
+        self._alter(stmt.table, lambda md: ddl.add_columns(md, stmt.columns, name))
 
     def _do_AlterTableDropColumns(self, stmt: st.AlterTableDropColumns) -> None:
         self._alter(stmt.table, lambda md: ddl.drop_columns(md, stmt.columns, stmt.if_exists))
@@ -157,7 +158,8 @@ class DdlStatements:
 
     def _do_AlterTableAlterColumn(self, stmt: st.AlterTableAlterColumn) -> None:
         self._alter(stmt.table, lambda md: ddl.alter_column(md, stmt.column, stmt.new_type, stmt.comment,
-                                                            stmt.not_null))
+                                                            stmt.not_null, stmt.default, stmt.drop_default,
+                                                            stmt.table.qualified_name))
 
     def _do_AlterTableSetProperties(self, stmt: st.AlterTableSetProperties) -> None:
         name = self.load_ref(stmt.table).full_name

@@ -27,7 +27,7 @@ from pyice_sql.core.catalog.hadoop import HadoopCatalog
 from pyice_sql.core.catalog.rest import RestCatalog
 from pyice_sql.core.catalog.sql import SqlCatalog
 from pyice_sql.spark.rowlevel.dml import RowLevelExecutor, result_frame
-from pyice_sql.core.plan.defaults import values_with_defaults
+from pyice_sql.core.plan.defaults import values_with_defaults, write_default
 from pyice_sql.core.plan.explain import explain_text
 from pyice_sql.core.scan.planner import plan_files
 from pyice_sql.core.errors import (
@@ -319,6 +319,8 @@ class IceSession(DdlStatements):
                 cols.append(given[f.name.lower()].alias(f.name))
             elif f.name.lower() in static:
                 cols.append(F.lit(static[f.name.lower()]).alias(f.name))
+            elif (default := write_default(f)) is not None:  # NULL, or the column's v3 write-default
+                cols.append(F.expr(default.sql(dialect="spark")).alias(f.name))
             else:
                 missing.append(f.name)
                 cols.append(F.lit(None).alias(f.name))

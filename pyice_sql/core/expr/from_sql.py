@@ -377,3 +377,17 @@ def _convert(t: IcebergType, value: Any) -> Any:
         return conversion(t).from_sql(t, value)
     except (ValueError, TypeError, ArithmeticError):
         raise _Untranslatable from None
+
+
+def constant_value(node: exp.Expression, t: IcebergType) -> Any:
+    """The internal value of type `t` a constant SQL expression stands for (None for NULL), by the
+    same exact rules as predicate literals (e.g. a column DEFAULT).
+
+    Raises:
+        ValueError: `node` is not a constant, or Spark would not store it in `t` unchanged.
+    """
+    try:
+        value = _literal(node)
+        return None if value is None else _convert(t, value)
+    except _Untranslatable:
+        raise ValueError(f"{node.sql(dialect='spark')} is not a constant of type {t}") from None

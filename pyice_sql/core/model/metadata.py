@@ -435,8 +435,10 @@ class TableMetadata:
             **replaced.properties, **{k: v for k, v in properties.items() if k not in RESERVED_PROPERTIES}})
 
     def add_schema(self, schema: Schema, make_current: bool = False) -> "TableMetadata":
-        """Add a schema (reusing the id of an identical one) and raise last-column-id to cover it."""
-        same = next((s for s in self.schemas if s.fields == schema.fields
+        """Add a schema (reusing the id of an identical one, defaults included) and raise
+        last-column-id to cover it."""
+        fields = schema.to_json()["fields"]  # unlike field equality, the JSON form has the v3 defaults
+        same = next((s for s in self.schemas if s.fields == schema.fields and s.to_json()["fields"] == fields
                      and s.identifier_field_ids == schema.identifier_field_ids), None)
         if same is not None:
             added = self

@@ -1,22 +1,51 @@
 """Column defaults: what `DEFAULT` in SET / VALUES, and a column an INSERT leaves out, stand for.
 
-`write_default` is the one place a field's default comes from. Tables here have no format-v3
-write-defaults yet, so a nullable column's default is NULL and a NOT NULL column has none
-(Spark: NO_DEFAULT_COLUMN_VALUE_AVAILABLE); a v3 `write-default` is returned from it once
-the schema model carries one.
+`write_default` is the one place a field's default comes from: its format-v3 `write-default`
+when set, else NULL for a nullable column and nothing for a NOT NULL one (Spark:
+NO_DEFAULT_COLUMN_VALUE_AVAILABLE). `default_sql` turns a stored JSON default into the Spark SQL
+constant that writes (and scans of files older than the column) use.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
-from pyice_sql.core.errors import AnalysisError, NotNullViolationError, SqlPosition
+from pyice_sql.core.errors import AnalysisError, NotNullViolationError, SqlPosition, UnsupportedError
 from pyice_sql.core.model import types as it
+from pyice_sql.core.model.default_values import from_json, to_json
 from pyice_sql.core.sql.statements import position_of
+
+# Spark SQL type of each Iceberg primitive a default can be cast to (Iceberg timestamp is NTZ)
+_SPARK_TYPES = {"int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "date": "DATE",
+                "timestamp": "TIMESTAMP_NTZ", "timestamptz": "TIMESTAMP"}
 
 
 def write_default(field: it.NestedField) -> exp.Expression | None:
     """The value a write stores into `field` when given none; None when it has no default."""
+    if field.write_default is not None:
+        return default_sql(field.type, field.write_default, field.name)
     return None if field.required else exp.Null()
+
+
+def default_sql(t: it.IcebergType, value: object, name: str) -> exp.Expression:
+    """The Spark SQL constant of JSON default `value` (of column `name`, type `t`)."""
+    internal = from_json(t, value)
+    if internal is None:
+        return exp.Null()
+    kind = it.type_kind(t)
+    text = to_json(t, internal)  # the canonical spelling: Spark casts it back exactly
+    if kind == "boolean":
+        return exp.Boolean(this=internal)
+    if kind == "string":
+        return exp.Literal.string(internal)
+    if kind in ("binary", "fixed"):
+        return exp.Unhex(this=exp.Literal.string(text))
+    if kind == "decimal":
+        to = f"DECIMAL({t.precision}, {t.scale})"
+    elif kind in _SPARK_TYPES:
+        to = _SPARK_TYPES[kind]
+    else:
+        raise UnsupportedError(f"the default of column {name!r} has type {t}, which Spark cannot hold")
+    return exp.cast(exp.Literal.string(str(text)), exp.DataType.build(to, dialect="spark"))
 
 
 def is_default(e: exp.Expression) -> bool:

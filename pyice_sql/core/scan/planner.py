@@ -8,6 +8,7 @@ rows. The counters it keeps are what EXPLAIN and the pruning tests report.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -15,6 +16,8 @@ from pyice_sql.core.format.manifests import read_entries, read_manifest_list
 from pyice_sql.core.expr.evaluators import InclusiveMetricsEvaluator, ManifestEvaluator, PartitionEvaluator
 from pyice_sql.core.expr.predicates import AlwaysTrue, Expression
 from pyice_sql.core.format.fileio import FileIO
+from pyice_sql.core.model.conversions import to_bytes
+from pyice_sql.core.model.default_values import from_json, read_as_initial_default
 from pyice_sql.core.model.manifest import DataFile, EntryStatus, ManifestContent, ManifestEntry
 from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.model.schema import Schema
@@ -107,6 +110,8 @@ def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
 
     data: list[tuple[ManifestEntry, str]] = []
     deletes = DeleteFileIndex()
+    written = _written_schemas(metadata)
+    defaulted = {sid: default_metrics(schema, s) for sid, s in written.items()}
     for manifest in read_manifest_list(io, snapshot.manifest_list):
         m.manifests_total += 1
         if not manifest_eval(manifest.partition_spec_id).eval(manifest):
@@ -124,11 +129,10 @@ def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
             m.data_files_total += 1
             if not partition_eval(f.spec_id).eval(f.partition):
                 m.skipped_by_partition += 1
-            elif not metrics_eval.eval(f):
+            elif not metrics_eval.eval(with_default_metrics(f, defaulted.get(entry.snapshot_id))):
                 m.skipped_by_metrics += 1
             else:
                 data.append((entry, manifest.manifest_path))
-    written = _written_schemas(metadata)
     for entry, manifest_path in data:
         applicable = deletes.for_data_file(entry.data_file, entry.sequence_number or 0)
         plan.tasks.append(FileScanTask(entry, manifest_path, applicable, written.get(entry.snapshot_id)))
@@ -136,6 +140,30 @@ def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
     m.delete_files = len(plan.delete_files)
     m.planning_s = time.perf_counter() - started
     return plan
+
+
+def default_metrics(schema: Schema, written: Schema) -> dict[int, bytes]:
+    """Field id → single-value bytes of the initial-default of each column files written with
+    `written` lack (see `read_as_initial_default`)."""
+    return {f.field_id: to_bytes(f.type, from_json(f.type, f.initial_default))
+            for f in read_as_initial_default(schema, written)}
+
+
+def with_default_metrics(f: DataFile, defaults: dict[int, bytes] | None) -> DataFile:
+    """`f` with the column metrics its missing defaulted columns have (all rows the default, no
+    nulls or NaN), so a filter on such a column prunes by the default rather than by nothing."""
+    if not defaults or f.record_count < 0:
+        return f
+
+    def merged(stats: dict | None, values: dict) -> dict:
+        return {**(stats or {}), **values}
+    counts = {i: f.record_count for i in defaults}
+    zeros = dict.fromkeys(defaults, 0)
+    return dataclasses.replace(f, value_counts=merged(f.value_counts, counts),
+                               null_value_counts=merged(f.null_value_counts, zeros),
+                               nan_value_counts=merged(f.nan_value_counts, zeros),
+                               lower_bounds=merged(f.lower_bounds, defaults),
+                               upper_bounds=merged(f.upper_bounds, defaults))
 
 
 def _written_schemas(metadata: TableMetadata) -> dict[int | None, Schema]:

@@ -90,20 +90,26 @@ class DdlParsing:
     def column_spec(self, column: exp.Expression) -> ColumnSpec:
         if not isinstance(column, exp.ColumnDef) or column.args.get("kind") is None:
             raise self.error("expected a column definition `name type`", column)
-        not_null, comment = self.constraints(column)
+        not_null, comment, default = self.constraints(column)
+        if default is not None:  # as Iceberg Java 1.10 on Spark 3.5, which refuses it too
+            raise self.unsupported("DEFAULT in CREATE TABLE (add the column's write-default afterwards with "
+                                   f"ALTER TABLE ... ALTER COLUMN {column.name} SET DEFAULT)", default)
         return ColumnSpec(column.name, column.args["kind"].sql(dialect=DIALECT), not_null, comment)
 
-    def constraints(self, column: exp.ColumnDef) -> tuple[bool, str | None]:
-        not_null, comment = False, None
+    def constraints(self, column: exp.ColumnDef) -> tuple[bool, str | None, exp.Expression | None]:
+        """(NOT NULL, COMMENT text, DEFAULT expression) of a column definition."""
+        not_null, comment, default = False, None, None
         for constraint in column.args.get("constraints") or []:
             kind = constraint.args.get("kind")
             if isinstance(kind, exp.NotNullColumnConstraint):
                 not_null = not kind.args.get("allow_null")
             elif isinstance(kind, exp.CommentColumnConstraint):
                 comment = text_of(kind.this)
+            elif isinstance(kind, exp.DefaultColumnConstraint):
+                default = kind.this
             else:
                 raise self.unsupported(f"column constraint {constraint.sql(dialect=DIALECT)}", constraint)
-        return not_null, comment
+        return not_null, comment, default
 
     def transform(self, term: exp.Expression) -> PartitionTransform:
         """bucket(16, id), truncate(4, s), days(ts), ... or a bare column, as Iceberg names them."""
@@ -203,6 +209,7 @@ class DdlParsing:
                 not_null.this if isinstance(not_null, exp.Boolean) else None,
                 position is not None and position.args.get("position") == "FIRST",
                 position.this.name if position is not None and position.this else None,
+                action.args.get("default"), bool(action.args.get("drop_default")),
             )
         set_properties = isinstance(action, exp.AlterSet) and len(action.expressions) == 1
         if set_properties and isinstance(action.expressions[0], exp.Properties):
@@ -265,12 +272,12 @@ class DdlParsing:
     def new_column(self, column: exp.Expression) -> NewColumn:
         if not isinstance(column, exp.ColumnDef) or column.args.get("kind") is None:
             raise self.error("expected a column definition `name type`", column)
-        not_null, comment = self.constraints(column)
+        not_null, comment, default = self.constraints(column)
         position = column.args.get("position")
         first = position is not None and position.args.get("position") == "FIRST"
         after = position.this.name if position is not None and position.this else None
         return NewColumn(path_of(column.this), column.args["kind"].sql(dialect=DIALECT), not_null, comment, first,
-                         after)
+                         after, default)
 
     def call(self, tree: CallProcedure) -> Statement | None:
         parts = [p.name for p in tree.this.expressions]

@@ -80,9 +80,11 @@ class IdentifierFields(exp.Expression):
 
 
 class AlterColumnAction(exp.Expression):
-    """ALTER TABLE t ALTER [COLUMN] path (TYPE t | COMMENT 'c' | SET/DROP NOT NULL | FIRST | AFTER c)."""
+    """ALTER TABLE t ALTER [COLUMN] path (TYPE t | COMMENT 'c' | SET/DROP NOT NULL | SET DEFAULT v |
+    DROP DEFAULT | FIRST | AFTER c); `default` is the new value, `drop_default` True for DROP DEFAULT."""
 
-    arg_types = {"this": True, "dtype": False, "comment": False, "not_null": False, "position": False}
+    arg_types = {"this": True, "dtype": False, "comment": False, "not_null": False, "position": False,
+                 "default": False, "drop_default": False}
 
 
 _NAMESPACE_WORDS = ("DATABASE", "SCHEMA", "NAMESPACE")
@@ -326,6 +328,10 @@ class PyIceSparkParser(SparkParser):
             args["not_null"] = exp.true()
         elif self._match_text_seq("DROP", "NOT", "NULL"):
             args["not_null"] = exp.false()
+        elif self._match_text_seq("SET", "DEFAULT"):
+            args["default"] = self._parse_disjunction()
+        elif self._match_text_seq("DROP", "DEFAULT"):
+            args["drop_default"] = True
         elif self._match_text_seq("FIRST"):
             args["position"] = exp.ColumnPosition(position="FIRST")
         elif self._match_text_seq("AFTER"):

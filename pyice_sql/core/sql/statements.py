@@ -81,7 +81,8 @@ class PartitionTransform(NamedTuple):
 
 
 class NewColumn(NamedTuple):
-    """A column of ALTER TABLE ADD COLUMNS; a path of several parts adds a nested field."""
+    """A column of ALTER TABLE ADD COLUMNS; a path of several parts adds a nested field; `default`
+    is its DEFAULT expression (format v3)."""
 
     path: tuple[str, ...]
     type: str
@@ -89,6 +90,7 @@ class NewColumn(NamedTuple):
     comment: str | None = None
     first: bool = False
     after: str | None = None
+    default: exp.Expression | None = None
 
 
 Assignment = tuple[tuple[str, ...], exp.Expression]
@@ -207,7 +209,8 @@ class AlterTableRenameColumn(Statement):
 
 @dataclass(frozen=True)
 class AlterTableAlterColumn(Statement):
-    """One change to a column: its type, comment, nullability (not_null) or position."""
+    """One change to a column: its type, comment, nullability (not_null), position, or its
+    write-default (SET DEFAULT `default` / DROP DEFAULT)."""
 
     table: TableRef
     column: tuple[str, ...]
@@ -216,6 +219,8 @@ class AlterTableAlterColumn(Statement):
     not_null: bool | None = None
     first: bool = False
     after: str | None = None
+    default: exp.Expression | None = None
+    drop_default: bool = False
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,9 @@ from pyice_sql.core.errors import UnsupportedError
 from pyice_sql.core.format.fileio import is_local
 from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
+from pyice_sql.core.model.default_values import read_as_initial_default
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
@@ -102,22 +104,27 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
     # keyed by path and offset: the deletion vectors of several data files share one Puffin file
     deletes = {(d.data_file.file_path, d.data_file.content_offset): d for t in tasks for d in t.deletes}
-    groups: dict[Schema | None, list[str]] = {}
-    read_schemas: dict[int, Schema | None] = {}  # per distinct written schema (tasks share a few)
+    # per distinct written schema (tasks share a few): the file's column types, and the columns
+    # added since the file was written that read as their initial-default
+    groups: dict[tuple[Schema | None, frozenset[int]], list[str]] = {}
+    read_schemas: dict[int, tuple[Schema | None, frozenset[int]]] = {}
     for t in tasks:
         key = id(t.written_schema)
         if key not in read_schemas:
-            read_schemas[key] = _promoted_read_schema(schema, t.written_schema)
+            read_schemas[key] = (_promoted_read_schema(schema, t.written_schema),
+                                 frozenset(f.field_id for f in read_as_initial_default(schema, t.written_schema)))
         groups.setdefault(read_schemas[key], []).append(t.file.file_path)
     row_id = [F.col("_metadata.file_path").alias(_SPARK_PATH), F.col("_metadata.row_index").alias(POS_COL)]
     spellings: dict[str, str] = {}
     frames = []
-    for read_schema, paths in groups.items():
+    for (read_schema, defaulted), paths in groups.items():
         part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
-        if read_schema is None and not with_metadata and not deletes and len(groups) == 1:
+        if read_schema is None and not defaulted and not with_metadata and not deletes and len(groups) == 1:
             return part
         cols = columns if read_schema is None else [
             c.cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for c, f in zip(columns, schema.fields)]
+        cols = [F.expr(default_sql(f.type, f.initial_default, f.name).sql(dialect="spark")).alias(f.name)
+                if f.field_id in defaulted else c for c, f in zip(cols, schema.fields)]
         if with_metadata or deletes:
             spellings.update(spark_spellings(part, paths))
         frames.append(part.select(*cols, *(row_id if with_metadata or deletes else [])))
