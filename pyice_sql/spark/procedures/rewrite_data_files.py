@@ -10,11 +10,15 @@ file of content, more than max-file-size, or a file picked for its deletes.
 Execution is one Spark job: the chosen files are read with their deletes applied and written
 as new files of the current spec. The commit is one `replace` snapshot that removes the old
 files with their file-scoped delete files (as Iceberg does) and the partition-scoped delete
-files left with no live file to apply to (a deletion vector always goes with its file) (counted as removed_delete_files_count; Iceberg's
+files left with no live file to apply to (counted as removed_delete_files_count; Iceberg's
 `remove-dangling-deletes`, on by default here, off with 'false'), keeps the starting snapshot's data
 sequence number for the new files (so equality deletes committed meanwhile still apply), and
 fails rather than lose a delete: a concurrent commit that removed one of the files or added
 deletes for them makes this rewrite fail and delete what it wrote.
+
+Format v3 (as Iceberg Java 1.10): rewritten rows keep their `_row_id` and last-updated sequence
+number (stored in the new files), and the deletion vectors of rewritten files, removed with them,
+count in removed_delete_files_count.
 """
 from __future__ import annotations
 
