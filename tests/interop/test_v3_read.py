@@ -1,4 +1,4 @@
-"""Format-v3 tables Iceberg Java writes are read by pyice_sql with exactly Java's rows; unbuilt writes refused.
+"""Format-v3 tables Iceberg Java writes are read by pyice_sql with exactly Java's rows.
 
 One reference-engine run (Iceberg Java 1.10.2, Spark 3.5) builds, in a warehouse of its own:
   - `u` (unpartitioned) and `p` (bucket(4, id) partitioned): format v3, merge-on-read; an INSERT
@@ -22,7 +22,6 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from pyice_sql.core.model.format_versions import FormatVersionWriteError
 from tests.interop.engines import ice_rows, java_sql, prefetch, scratch_dir
 
 pytestmark = pytest.mark.interop
@@ -156,27 +155,6 @@ def test_upgraded_table_has_position_deletes_and_dvs(world):
     # Java folded partition 0's old position deletes into the new DVs; partition 1 keeps its own
     assert {f["partition"]["cat"] for f in live if f["file_format"] == "PUFFIN"} == {"0"}
     assert {f["partition"]["cat"] for f in live if f["file_format"] == "PARQUET"} == {"1"}
-
-
-# v3 writes pyice_sql does not build yet (tests/interop/test_v3_write.py covers the ones it does)
-WRITES = [
-    "CALL local.system.rewrite_data_files(table => 'db.{t}')",
-    "CALL local.system.expire_snapshots(table => 'db.{t}')",
-]
-
-
-@pytest.mark.parametrize("table", TABLES)
-def test_unbuilt_writes_are_refused(world, table, spark):
-    warehouse, _, ice = world
-    metadata = Path(warehouse) / "db" / table / "metadata"
-    before = sorted(p.name for p in metadata.iterdir())
-    data_before = sorted(p.name for p in (Path(warehouse) / "db" / table / "data").rglob("*"))
-    for sql in WRITES:
-        with pytest.raises(FormatVersionWriteError) as e:
-            ice.sql(sql.format(t=table))
-        assert f"not supported yet by pyice_sql on format v3 tables: local.db.{table}" in str(e.value), sql
-    assert sorted(p.name for p in metadata.iterdir()) == before
-    assert sorted(p.name for p in (Path(warehouse) / "db" / table / "data").rglob("*")) == data_before
 
 
 def test_damaged_deletion_vector_is_named(world):

@@ -63,10 +63,7 @@ class ProcedureContext:
             parts = [*self.session.current_namespace, *parts]
         if len(parts) < 2:
             raise AnalysisError(f"table {name!r} needs a namespace (db.table)", position=self.position)
-        table = self.session.load(self.catalog, TableIdentifier(tuple(parts[:-1]), parts[-1]))
-        from pyice_sql.core.model.format_versions import refuse_on_v3
-        refuse_on_v3(table.metadata.format_version, "procedures", table.full_name, self.position)  # all write
-        return table
+        return self.session.load(self.catalog, TableIdentifier(tuple(parts[:-1]), parts[-1]))
 
 
 @dataclass(frozen=True)

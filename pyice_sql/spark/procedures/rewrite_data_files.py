@@ -15,6 +15,10 @@ files left with no live file to apply to (counted as removed_delete_files_count;
 sequence number for the new files (so equality deletes committed meanwhile still apply), and
 fails rather than lose a delete: a concurrent commit that removed one of the files or added
 deletes for them makes this rewrite fail and delete what it wrote.
+
+Format v3 (as Iceberg Java 1.10): rewritten rows keep their `_row_id` and last-updated sequence
+number (stored in the new files), and the deletion vectors of rewritten files, removed with them,
+count in removed_delete_files_count.
 """
 from __future__ import annotations
 
@@ -35,8 +39,11 @@ from pyice_sql.spark.procedures.binpack import OPTIONS as SIZE_OPTIONS, SizeOpti
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
+from pyice_sql.spark.read.deletion_vectors import is_deletion_vector
 from pyice_sql.spark.read.reader import read_tasks
+from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.write.data_writer import write_data_files
+from pyice_sql.spark.write.lineage_columns import write_with_lineage
 from pyice_sql.core.commit.cleanup import commit_or_clean
 
 NAME = "rewrite_data_files"
@@ -164,19 +171,23 @@ def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: D
     dangling = dangling_deletes(full_plan, paths)
     scoped = [d for d in dangling if referenced_path(d.data_file)]
     unscoped = [d for d in dangling if not referenced_path(d.data_file)] if drop_dangling else []
+    # Java counts the deletion vectors it drops with their files (format v3), not v2 file-scoped deletes
+    counted = len(unscoped) + sum(1 for d in scoped if is_deletion_vector(d.data_file))
     if dry_run:
         expected = sum(binpack.expected_output_files(g.input_bytes) for g in groups)
-        return _result(len(tasks), expected, nbytes, len(unscoped))
+        return _result(len(tasks), expected, nbytes, counted)
 
     write_ctx = ctx.runtime.write_context(table)
     rows = sum(t.file.record_count for t in tasks)
     write_ctx = dataclasses.replace(
         write_ctx, properties={**write_ctx.properties, props.WRITE_TARGET_FILE_SIZE_BYTES: str(binpack.target_file_size)},
         bytes_per_row=nbytes / rows if rows else write_ctx.bytes_per_row)
-    df = read_tasks(ctx.spark, md.schema(), tasks)
+    # format v3: rewritten rows keep their _row_id and last-updated sequence number (as Java)
+    v3 = md.format_version >= 3
+    df = (read_with_lineage if v3 else read_tasks)(ctx.spark, md.schema(), tasks)
     if md.spec().is_unpartitioned:  # one file per target size, not one per input split
         df = df.coalesce(max(1, sum(binpack.expected_output_files(g.input_bytes) for g in groups)))
-    files = write_data_files(df, write_ctx)
+    files = write_with_lineage(df, write_ctx, rebalance=False) if v3 else write_data_files(df, write_ctx)
     removed = [RemovedFile(t.entry, t.manifest_path) for t in tasks]
     removed += [RemovedFile(d, full_plan.delete_manifests[d.data_file.file_path]) for d in scoped + unscoped]
     validator = RowLevelValidator(NAME, AlwaysTrue(), "snapshot", paths, (),
@@ -184,4 +195,4 @@ def run(ctx: ProcedureContext, table: Table, binpack: SizeOptions, thresholds: D
     update = rewrite_files(snapshot.snapshot_id, removed, added_data=files, validate=validator,
                            data_sequence_number=snapshot.sequence_number if use_starting_sequence else None)
     commit_or_clean(table, update, files)
-    return _result(len(tasks), len(files), nbytes, len(unscoped))
+    return _result(len(tasks), len(files), nbytes, counted)

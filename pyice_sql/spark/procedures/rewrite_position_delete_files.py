@@ -7,6 +7,12 @@ at data files no longer live are dropped, and the rest are written as one file-s
 file per data file (the layout pyice's merge-on-read writes, scoped by every reader). One
 `replace` commit swaps them; a concurrent commit that removed any of the rewritten delete files
 (e.g. a MERGE that folded them into its own) fails this one, which then deletes what it wrote.
+
+On a format v3 table (as Iceberg Java 1.10) the chosen files are the v2 position-delete files an
+upgraded table still has, and they become deletion vectors: each live data file they apply to
+gets one DV merging them with its previous DV (spark/write/dv_writer.py), and the commit removes
+the chosen files and the DVs replaced. Existing DVs are never candidates; byte counts of DVs are
+their blobs' sizes, as Java reports them.
 """
 from __future__ import annotations
 
@@ -24,8 +30,10 @@ from pyice_sql.core.model.manifest import EntryStatus, FileContent, ManifestCont
 from pyice_sql.spark.procedures.arguments import bool_option, options_map, where_predicate
 from pyice_sql.spark.procedures.binpack import OPTIONS as SIZE_OPTIONS, SizeOptions, plan_partition
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
-from pyice_sql.core.scan.planner import plan_files
-from pyice_sql.spark.read.reader import read_position_deletes
+from pyice_sql.core.scan.planner import ScanPlan, plan_files
+from pyice_sql.spark.read.deletion_vectors import is_deletion_vector
+from pyice_sql.spark.read.reader import FILE_COL, POS_COL, read_position_deletes
+from pyice_sql.spark.write.dv_writer import write_deletion_vectors
 from pyice_sql.spark.write.delete_writer import write_position_deletes
 from pyice_sql.core.commit.cleanup import commit_or_clean
 
@@ -35,7 +43,7 @@ OPTIONS = (*SIZE_OPTIONS, "partial-progress.enabled", "partial-progress.max-comm
 
 
 def live_position_deletes(table: Table, where: Expression | None) -> list[RemovedFile]:
-    """Live position delete files of the current snapshot (in partitions `where` may match)."""
+    """Live position delete files (not DVs) of the current snapshot (in partitions `where` may match)."""
     md = table.metadata
     snapshot = md.current_snapshot()
     if snapshot is None:
@@ -47,7 +55,8 @@ def live_position_deletes(table: Table, where: Expression | None) -> list[Remove
             continue
         for e in read_entries(table.io, manifest):
             f = e.data_file
-            if e.status == EntryStatus.DELETED or f.content != FileContent.POSITION_DELETES:
+            if (e.status == EntryStatus.DELETED or f.content != FileContent.POSITION_DELETES
+                    or is_deletion_vector(f)):
                 continue
             if where is not None:
                 if f.spec_id not in evaluators:
@@ -85,12 +94,29 @@ def rewrite_position_delete_files(ctx: ProcedureContext, args: dict[str, Any]) -
     nbytes = sum(d.entry.data_file.file_size_in_bytes for d in chosen)
     if not chosen:
         return [(0, 0, 0, 0)]
-    live = {t.file.file_path: t.file for t in plan_files(md, table.io, md.current_snapshot()).tasks}
+    scan = plan_files(md, table.io, md.current_snapshot())
+    live = {t.file.file_path: t.file for t in scan.tasks}
     if args["dry_run"]:
         return [(len(chosen), 0, nbytes, 0)]
+    if md.format_version >= 3:
+        return _to_deletion_vectors(ctx, table, chosen, scan, nbytes)
     rows = read_position_deletes(ctx.spark, [d.entry.data_file for d in chosen]).dropDuplicates()
     # the writer keeps only rows whose target is in `live`: deletes of dead files go away here
     written = write_position_deletes(ctx.spark, rows, live, ctx.runtime.write_context(table))
     update = rewrite_files(md.current_snapshot_id, chosen, added_deletes=written)
     commit_or_clean(table, update, written)
     return [(len(chosen), len(written), nbytes, sum(f.file_size_in_bytes for f in written))]
+
+
+def _to_deletion_vectors(ctx: ProcedureContext, table: Table, chosen: list[RemovedFile], scan: ScanPlan,
+                         nbytes: int) -> list[tuple]:
+    """Format v3: the chosen position-delete files as one deletion vector per live data file."""
+    paths = {d.entry.data_file.file_path for d in chosen}
+    touched = [t for t in scan.tasks if any(d.data_file.file_path in paths for d in t.deletes)]
+    none = ctx.spark.createDataFrame([], f"{FILE_COL} string, {POS_COL} long")
+    dvs, replaced = write_deletion_vectors(ctx.spark, none, touched, ctx.runtime.write_context(table))
+    removed = chosen + [RemovedFile(d, scan.delete_manifests[d.data_file.file_path]) for d in replaced
+                        if d.data_file.file_path not in paths]
+    update = rewrite_files(table.metadata.current_snapshot_id, removed, added_deletes=dvs)
+    commit_or_clean(table, update, dvs)
+    return [(len(chosen), len(dvs), nbytes, sum(f.content_size_in_bytes for f in dvs))]

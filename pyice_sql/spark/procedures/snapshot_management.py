@@ -12,6 +12,8 @@ new snapshot, which commits through the snapshot producer. Iceberg's rules kept 
     `source-snapshot-id`), refused when the snapshot is already an ancestor or was picked
     before; other operations can only fast-forward;
   - fast_forward moves a branch to a ref's snapshot only when the branch head is its ancestor.
+Format v3: moving a ref never moves the table's `next-row-id` back (row ids are never reused);
+a re-applied append's files take fresh row ids from the new snapshot, as in Iceberg Java 1.10.
 """
 from __future__ import annotations
 
@@ -180,7 +182,9 @@ def cherrypick(table: Table, snapshot_id: int) -> Table:
         if partitions:
             check_replaced_partitions(latest, picked, partitions)
 
-    update = SnapshotUpdate(picked.operation, md.current_snapshot_id, added_data_files=changes.added_data,
+    # re-added files take fresh row ids from this commit (format v3), as Java's cherry-pick does
+    added = [dataclasses.replace(f, first_row_id=None) for f in changes.added_data]
+    update = SnapshotUpdate(picked.operation, md.current_snapshot_id, added_data_files=added,
                             removed=removed, summary_extra=extra, validate=validate)
     return commit_update(table, update)
 

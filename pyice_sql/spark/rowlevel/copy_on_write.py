@@ -7,9 +7,13 @@ the updated and inserted ones.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from pyspark.sql import DataFrame, functions as F
 
+from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import read_tasks
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
 from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, acting, matched, op_count
@@ -20,7 +24,11 @@ class CardinalityViolation(Exception):
     """Some target row is in more than one matched pair (the executor names them)."""
 
 
-def write_copy_on_write(w: RowLevelWrite) -> Written:
+# writes the rewritten files: (write, files to rewrite, their changed (_file, _pos)) -> new data files
+Rewrite = Callable[[RowLevelWrite, list[FileScanTask], DataFrame], list[DataFile]]
+
+
+def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Written:
     per_file = _changes_per_file(w).collect()
     if w.checks_cardinality and any(r["pairs"] > 1 for r in per_file):
         raise CardinalityViolation()
@@ -31,12 +39,16 @@ def write_copy_on_write(w: RowLevelWrite) -> Written:
     by_path = w.by_path
     out.rewritten = [by_path[r["f"]] for r in per_file if r["f"] is not None and r["updated"] + r["deleted"] > 0]
     changed = w.tagged.where(acting()).select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
-    copies = (read_tasks(w.spark, w.schema, out.rewritten, with_metadata=True)
+    out.data_files = (rewrite or _rewrite)(w, out.rewritten, changed)
+    return out
+
+
+def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask], changed: DataFrame) -> list[DataFile]:
+    copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed, ["_file", "_pos"], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields]))
     new_rows = w.table_rows(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)))
-    out.data_files = write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
-    return out
+    return write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
 
 
 def _changes_per_file(w: RowLevelWrite) -> DataFrame:

@@ -25,7 +25,6 @@ from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_failure
 from pyice_sql.core.commit.operations import row_delta
 from pyice_sql.core.commit.producer import RemovedFile, file_key
-from pyice_sql.core.model.format_versions import refuse_on_v3
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, KEY_PREFIX, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
@@ -52,6 +51,7 @@ from pyice_sql.spark.schema import schema_to_spark
 from pyice_sql.core.sql import statements as st
 from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes
 from pyice_sql.spark.rowlevel.copy_on_write import CardinalityViolation, write_copy_on_write
+from pyice_sql.spark.rowlevel.copy_on_write_v3 import write_copy_on_write_v3
 from pyice_sql.spark.rowlevel.merge_on_read import write_merge_on_read
 from pyice_sql.spark.rowlevel.merge_on_read_v3 import write_merge_on_read_v3
 from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
@@ -214,14 +214,12 @@ class RowLevelExecutor:
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored)).persist()
         self._persisted.append(tagged)
         v3 = md.format_version >= 3
-        if v3 and plan.mode != "merge-on-read":
-            refuse_on_v3(md.format_version, f"copy-on-write {plan.command}", table.full_name)
-        lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: updated rows keep their _row_id
+        lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
                           lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],
                                                                            *lineage)))
-        write_mode = (write_copy_on_write if plan.mode != "merge-on-read"
-                      else write_merge_on_read_v3 if v3 else write_merge_on_read)
+        write_mode = ({False: write_copy_on_write, True: write_copy_on_write_v3} if plan.mode != "merge-on-read"
+                      else {False: write_merge_on_read, True: write_merge_on_read_v3})[v3]
         written: list[DataFile] = []
         with delete_written_on_failure(table.io, written):
             try:

@@ -38,10 +38,11 @@ def carry_row_ids(spark: SparkSession, schema: Schema, rows: DataFrame, file_col
             .withColumn(LAST_UPDATED_SEQUENCE_NUMBER.name, F.lit(None).cast("long")))
 
 
-def write_with_lineage(rows: DataFrame, ctx: WriteContext) -> list[DataFile]:
-    """Write `rows` (the table's columns plus the two lineage columns) as data files."""
+def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True) -> list[DataFile]:
+    """Write `rows` (the table's columns plus the two lineage columns) as data files
+    (`rebalance` as `write_data_files`; row-level writes want it, a compaction has its own layout)."""
     schema = Schema(ctx.schema.fields + LINEAGE_FIELDS, ctx.schema.schema_id, ctx.schema.identifier_field_ids)
-    files = write_data_files(rows, replace(ctx, schema=schema), rebalance=True)
+    files = write_data_files(rows, replace(ctx, schema=schema), rebalance=rebalance)
     return [replace(f, **{name: _without_lineage(getattr(f, name)) for name in (
         "column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")})
         for f in files]

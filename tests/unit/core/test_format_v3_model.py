@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pyice_sql.core.catalog.base import read_metadata_file
-from pyice_sql.core.model.format_versions import FormatVersionWriteError, check_writable, refuse_on_v3
+from pyice_sql.core.model.format_versions import FormatVersionWriteError, check_writable
 from pyice_sql.core.model.row_lineage import inherit_first_row_ids, is_lineage_column
 from pyice_sql.core.errors import CorruptTableError
 from pyice_sql.core.format.fileio import LocalFileIO
@@ -81,12 +81,8 @@ def test_field_defaults_and_unknown_type_round_trip():
     assert str(type_from_json("unknown")) == "unknown"
 
 
-def test_unbuilt_v3_writes_are_refused_by_name():
+def test_writes_above_v3_are_refused_by_name():
     check_writable(3, "local.db.t")
-    refuse_on_v3(2, "procedures", "local.db.t")
-    with pytest.raises(FormatVersionWriteError,
-                       match=r"^procedures not supported yet by pyice_sql on format v3 tables: local\.db\.t$"):
-        refuse_on_v3(3, "procedures", "local.db.t")
     with pytest.raises(FormatVersionWriteError, match=r"^format v4 writes not supported yet by pyice_sql: local\.db\.t$"):
         check_writable(4, "local.db.t")
 

@@ -1,0 +1,39 @@
+"""Copy-on-write on format v3 tables: rewritten files keep every surviving row's lineage.
+
+As Iceberg Java (1.10) does, and as the spec's "Row Lineage" requires of a writer that moves rows:
+  - a copied row (untouched, in a rewritten file) keeps its `_row_id` AND its
+    `_last_updated_sequence_number`, both stored explicitly in the new file;
+  - an updated row keeps its `_row_id` and stores a null sequence number, so it reads the
+    commit's sequence number (spark/write/lineage_columns.py, shared with merge-on-read);
+  - an inserted row stores null for both and gets a fresh id from the new file's first_row_id.
+Deletion vectors of the rewritten files are removed by the commit with the files
+(rowlevel/dml.py `_removed_files`), as Java's rewrite does.
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, functions as F
+
+from pyice_sql.core.model.manifest import DataFile
+from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
+from pyice_sql.core.plan.nodes import INSERT, UPDATE
+from pyice_sql.core.scan.planner import FileScanTask
+from pyice_sql.spark.read.reader import FILE_COL, POS_COL
+from pyice_sql.spark.read.row_lineage import read_with_lineage
+from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
+from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written
+from pyice_sql.spark.rowlevel.copy_on_write import write_copy_on_write
+from pyice_sql.spark.write.data_writer import quote
+from pyice_sql.spark.write.lineage_columns import carry_row_ids, write_with_lineage
+
+
+def write_copy_on_write_v3(w: RowLevelWrite) -> Written:
+    return write_copy_on_write(w, _rewrite_with_lineage)
+
+
+def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask], changed: DataFrame) -> list[DataFile]:
+    copies = (read_with_lineage(w.spark, w.schema, rewritten, with_metadata=True)
+              .join(changed, [FILE_COL, POS_COL], "left_anti")
+              .select(*[quote(f.name) for f in w.schema.fields], *LINEAGE_COLUMNS))
+    new_rows = carry_row_ids(w.spark, w.schema, w.tagged.where(F.col(OP).isin(UPDATE, INSERT)), FILE, POS,
+                             rewritten)
+    return write_with_lineage(w.table_rows(new_rows).unionByName(copies), w.write)
