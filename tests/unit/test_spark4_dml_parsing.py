@@ -36,7 +36,8 @@ def test_malformed_forms_are_parse_errors_with_a_place(sql, message):
 
 
 def test_merge_with_schema_evolution_sets_the_flag_and_plain_merge_does_not():
-    sql = "MERGE {}INTO local.db.t t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    sql = ("MERGE {}INTO local.db.t t USING s ON t.id = s.id "
+           "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
     evolving, plain = parse(sql.format("WITH SCHEMA EVOLUTION ")), parse(sql.format(""))
     assert isinstance(evolving, st.Merge) and evolving.schema_evolution
     assert isinstance(plain, st.Merge) and not plain.schema_evolution

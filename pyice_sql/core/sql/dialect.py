@@ -4,8 +4,9 @@ sqlglot's Spark dialect parses most of Spark SQL, but it falls back to an opaque
 fails) for the Iceberg extensions and a few Spark statements this project must understand:
 CALL, EXPLAIN, SHOW NAMESPACES/TABLES, ALTER TABLE ... UNSET TBLPROPERTIES, the partition
 field actions, ALTER COLUMN on nested fields, CREATE NAMESPACE with COMMENT/LOCATION/properties,
-`FOR SYSTEM_VERSION AS OF`, `MERGE WITH SCHEMA EVOLUTION`, and it is lax about the shape of MERGE clauses. The extensions here
-produce small expression classes defined below; everything else is sqlglot's own tree.
+`FOR SYSTEM_VERSION AS OF`, `MERGE WITH SCHEMA EVOLUTION`, and it is lax about the shape of MERGE
+clauses. The extensions here produce small expression classes defined below; everything else is
+sqlglot's own tree.
 """
 from __future__ import annotations
 
