@@ -3,6 +3,9 @@
 Checks in the order things fail for a new user: Python, Java (Spark needs a JVM, the shim a
 javac), pyspark and its Scala, building the JVM shim, starting Spark and loading the shim into
 it, then the catalogs that Spark conf (`spark.pyice.*`) or the defaults configure.
+With SPARK_REMOTE set (a Spark Connect client), the session is the Connect server's instead:
+its client packages and the server are checked, and no shim is built (none is needed there);
+a remote server needs no local Java, `local...` (a server this process starts) does.
 """
 from __future__ import annotations
 
@@ -38,14 +41,22 @@ def _spark_line() -> str:
     return "Spark 4" if int(pyspark.__version__.split(".")[0]) >= 4 else "Spark 3.5"
 
 
+def _remote() -> str | None:
+    """The Spark Connect address this process would use (pyspark reads SPARK_REMOTE)."""
+    return os.environ.get("SPARK_REMOTE") or None
+
+
 def _java(report: Report) -> bool:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home and (Path(home) / "bin" / "java").is_file() else shutil.which("java")
     spark = _spark_line()
     supported = SUPPORTED_JAVA[spark]
     names = ", ".join(map(str, supported[:-1])) + f" or {supported[-1]}"
+    remote = _remote()
     if not java:
         report.info("java", "not found")
+        if remote and not remote.startswith("local"):
+            return True  # the Connect server runs the JVM
         report.problem(f"no java on PATH or in JAVA_HOME: {spark} needs Java {names}")
         return False
     out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
@@ -54,7 +65,8 @@ def _java(report: Report) -> bool:
     report.info("java", f"{version} ({java})")
     major = version.split(".")[1] if version.startswith("1.") else version.split(".")[0].split("-")[0]
     if major.isdigit() and int(major) not in supported:
-        report.problem(f"Java {version}: {spark} runs on Java {names}")
+        hint = " (Spark 4 needs Java 17 or later: set JAVA_HOME to a JDK 17 or 21)" if spark == "Spark 4" else ""
+        report.problem(f"Java {version}: {spark} runs on Java {names}{hint}")
     javac = str(Path(home) / "bin" / "javac") if home and (Path(home) / "bin" / "javac").is_file() \
         else shutil.which("javac")
     report.info("javac", javac or "not found")
@@ -105,6 +117,37 @@ def _shim_and_session(report: Report):
     return spark
 
 
+def _connect_session(report: Report, remote: str):
+    """The Spark Connect session at `remote`, after checking the client packages it needs."""
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        report.problem(f"pyspark {pyspark.__version__}: pyice_sql runs on Spark Connect from pyspark 4.x")
+    try:
+        from pyspark.sql.connect import utils as connect_utils
+    except ImportError as e:
+        report.problem(f"Spark Connect client not available: {e}")
+        return None
+    for name in sorted(n for n in dir(connect_utils) if n.startswith("require_minimum_")):
+        try:
+            getattr(connect_utils, name)()
+        except ImportError as e:  # pyspark's own message names the package and version
+            report.problem(f"Spark Connect client: {str(e).splitlines()[0]} (pip install 'pyspark[connect]')")
+            return None
+    from pyspark.sql import SparkSession
+
+    try:
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+        version = spark.version
+    except Exception as e:  # noqa: BLE001 - any failure to reach the server is the finding
+        report.problem(f"Spark Connect server {remote} does not answer: "
+                       f"{(str(e).strip().splitlines() or [type(e).__name__])[0]}")
+        return None
+    report.info("connect", f"{remote}: Spark {version} server; pyice_sql uses its DataFrame-only backend "
+                           "(no jar on the server)")
+    return spark
+
+
 def _catalogs(report: Report, spark) -> None:
     from pyice_sql.spark import config
     from pyice_sql.core.errors import PyIceError
@@ -140,8 +183,9 @@ def run_doctor() -> int:
     if sys.version_info < (3, 10):
         report.problem("Python 3.10 or later is needed")
     spark = None
+    remote = _remote()
     if _java(report) & _spark(report):
-        spark = _shim_and_session(report)
+        spark = _connect_session(report, remote) if remote else _shim_and_session(report)
     _catalogs(report, spark)
     report.info("submit", f"spark-submit [--conf spark.pyice...] {Path(__file__).with_name('submit.py')} script.sql")
     for p in report.problems:

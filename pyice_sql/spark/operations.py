@@ -16,7 +16,7 @@ from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_fai
 from pyice_sql.core.commit.operations import append_files, overwrite_files, replace_partitions
 from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadata
 from pyice_sql.core.errors import AnalysisError, ValidationError
-from pyice_sql.core.expr.evaluators import PartitionEvaluator, rows_must_match
+from pyice_sql.core.expr.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator, rows_must_match
 from pyice_sql.core.expr.predicates import AlwaysTrue, Expression
 from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
@@ -66,7 +66,8 @@ def replace_table(rt: Runtime, table: Table, change: Callable[[TableMetadata], T
 
 
 def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
-              static_filter: Expression | None = None, branch: str = MAIN_BRANCH) -> WriteResult:
+              static_filter: Expression | None = None, branch: str = MAIN_BRANCH,
+              statement: str = "INSERT OVERWRITE") -> WriteResult:
     """INSERT OVERWRITE: replace the partitions the new rows land in (dynamic), or the rows that
     match `static_filter` (static; the whole table when None), as Spark's modes define."""
     head = branch_head(table, branch)
@@ -79,7 +80,7 @@ def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
             targets = {f.partition for f in files}
             doomed = [t for t in plan.tasks if t.file.spec_id == spec_id and t.file.partition in targets]
         else:
-            doomed = _files_fully_matching(table, plan.tasks, static_filter or AlwaysTrue())
+            doomed = _files_fully_matching(table, plan.tasks, static_filter or AlwaysTrue(), statement)
     removed = [RemovedFile(t.entry, t.manifest_path) for t in doomed]
     removed += [RemovedFile(d, t.manifest_path) for t in doomed for d in t.deletes]
     removed = list({file_key(r.entry.data_file): r for r in removed}.values())
@@ -96,17 +97,20 @@ def overwrite(rt: Runtime, table: Table, df: DataFrame, *, dynamic: bool,
                        sum(1 for r in removed if r.entry.data_file.content == 0))
 
 
-def _files_fully_matching(table: Table, tasks, row_filter: Expression):
-    """Files whose every row matches `row_filter`; a file that matches only partly is an error."""
+def _files_fully_matching(table: Table, tasks, row_filter: Expression, statement: str):
+    """Files whose every row matches `row_filter`; a file that may match only partly (by its
+    partition and its column metrics, as Iceberg's overwriteByRowFilter judges) is an error."""
     schema = table.metadata.schema()
     must_match = rows_must_match(schema, table.metadata.spec_by_id, row_filter)
+    metrics = InclusiveMetricsEvaluator(schema, row_filter)
     out = []
     for t in tasks:
         f = t.file
         inclusive = PartitionEvaluator(table.metadata.spec_by_id(f.spec_id), schema, row_filter)
         if must_match(f):
             out.append(t)
-        elif inclusive.eval(f.partition):
-            raise AnalysisError(f"INSERT OVERWRITE on {table.full_name}: file {f.file_path} holds rows both "
-                                "inside and outside the overwritten partition")
+        elif inclusive.eval(f.partition) and metrics.eval(f):
+            raise AnalysisError(f"{statement} on {table.full_name}: file {f.file_path} holds rows both "
+                                f"inside and outside the replaced rows ({row_filter}); Iceberg replaces whole "
+                                "files only")
     return out

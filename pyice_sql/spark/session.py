@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from pyice_sql.spark import config
 
-from pyice_sql.spark import procedures
+from pyice_sql.spark import insert_forms, procedures
 from pyice_sql.spark.ddl_statements import DdlStatements
 from pyice_sql.spark.rowlevel.live_relations import LiveRelations
 from pyice_sql.core.catalog.base import Catalog, Table, TableIdentifier
@@ -339,16 +339,27 @@ class IceSession(DdlStatements):
     def _do_Insert(self, stmt: st.Insert) -> None:
         table = self.load_ref(stmt.table)
         query = stmt.query
-        if isinstance(query.expression, st.exp.Values):
+        replaced = (insert_forms.replace_where_filter(table, stmt.table, stmt.replace_where)
+                    if stmt.replace_where is not None else None)
+        if isinstance(query.expression, st.exp.Values) and not stmt.by_name:
             schema = table.metadata.schema()
             static = {k.lower() for k in stmt.static_partition}
             names = stmt.columns or [f.name for f in schema.fields if f.name.lower() not in static]
             query = dataclasses.replace(query, expression=values_with_defaults(
                 query.expression, [schema.find_field(n) for n in names], stmt.table.position))
-        df = self._align(table, self.query_frame(query), stmt.columns, stmt.static_partition,
-                         stmt.table.position)
+        rows = self.query_frame(query)
+        columns = insert_forms.by_name_columns(table, rows, stmt.table.position) if stmt.by_name else stmt.columns
+        df = self._align(table, rows, columns, stmt.static_partition, stmt.table.position)
         df = enforce_not_null(table, df)
         branch = stmt.table.branch or MAIN_BRANCH
+        if replaced is not None:  # INSERT INTO ... REPLACE WHERE
+            try:
+                overwrite(self.runtime, table, df, dynamic=False, static_filter=replaced, branch=branch,
+                          statement="INSERT INTO ... REPLACE WHERE")
+            except AnalysisError as e:  # a data file split by the condition: point at the statement
+                e.position = e.position or stmt.table.position
+                raise
+            return
         if not stmt.overwrite:
             append(self.runtime, table, df, branch)
             return

@@ -4,8 +4,9 @@ sqlglot's Spark dialect parses most of Spark SQL, but it falls back to an opaque
 fails) for the Iceberg extensions and a few Spark statements this project must understand:
 CALL, EXPLAIN, SHOW NAMESPACES/TABLES, ALTER TABLE ... UNSET TBLPROPERTIES, the partition
 field actions, ALTER COLUMN on nested fields, CREATE NAMESPACE with COMMENT/LOCATION/properties,
-`FOR SYSTEM_VERSION AS OF`, and it is lax about the shape of MERGE clauses. The extensions here
-produce small expression classes defined below; everything else is sqlglot's own tree.
+`FOR SYSTEM_VERSION AS OF`, `MERGE WITH SCHEMA EVOLUTION`, and it is lax about the shape of MERGE
+clauses. The extensions here produce small expression classes defined below; everything else is
+sqlglot's own tree.
 """
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ class AlterColumnAction(exp.Expression):
                  "default": False, "drop_default": False}
 
 
+# set on an exp.Merge parsed from `MERGE WITH SCHEMA EVOLUTION INTO`
+SCHEMA_EVOLUTION_META = "pyice_schema_evolution"
 _NAMESPACE_WORDS = ("DATABASE", "SCHEMA", "NAMESPACE")
 _REF_KINDS = ("BRANCH", "TAG")
 _TIME_UNITS = ("DAYS", "HOURS", "MINUTES")
@@ -379,6 +382,14 @@ class PyIceSparkParser(SparkParser):
     def _no_dangling_as(self) -> None:
         if self._prev is not None and self._prev.token_type == TokenType.ALIAS:
             self.raise_error("Expecting an alias after AS")
+
+    def _parse_merge(self) -> exp.Merge:
+        """MERGE [WITH SCHEMA EVOLUTION] INTO (Spark 4.1's form): the flag lands in the node's meta."""
+        evolve = self._match_text_seq("WITH", "SCHEMA", "EVOLUTION")
+        merge = super()._parse_merge()
+        if evolve:
+            merge.meta[SCHEMA_EVOLUTION_META] = True
+        return merge
 
     def _parse_when_matched(self) -> exp.Whens:
         """Spark's MERGE clauses, strictly: each kind of clause allows only its own actions."""

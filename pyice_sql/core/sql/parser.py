@@ -29,7 +29,9 @@ from sqlglot.errors import TokenError
 
 from pyice_sql.core.errors import ParseError, SqlPosition, UnsupportedError
 from pyice_sql.core.sql.ddl_parser import DdlParsing, path_of
-from pyice_sql.core.sql.dialect import DIALECT, CallProcedure, ExplainStatement, ShowObjects
+from pyice_sql.core.sql.dialect import (
+    DIALECT, SCHEMA_EVOLUTION_META, CallProcedure, ExplainStatement, ShowObjects,
+)
 from pyice_sql.core.sql.statements import (
     METADATA_TABLES, POSITION_META, SPARK_SESSION_CATALOG, TABLE_REF_META, Assignment, Delete, Explain, Insert,
     MatchedDelete, MatchedUpdate, Merge, MergeClause, NotMatchedBySourceDelete, NotMatchedBySourceUpdate,
@@ -262,8 +264,14 @@ class _Parser(DdlParsing):
         table = self.target_ref(node)
         if table is None:
             return None
-        if tree.args.get("by_name") or tree.args.get("exists"):
-            raise self.unsupported("INSERT ... BY NAME / IF NOT EXISTS", tree)
+        if tree.args.get("exists"):
+            raise self.unsupported("INSERT ... IF NOT EXISTS", tree)
+        by_name = bool(tree.args.get("by_name"))
+        replace_where = tree.args.get("where")
+        if by_name and columns is not None:
+            raise self.error("INSERT ... BY NAME takes no column list", tree)
+        if replace_where is not None and (tree.args.get("overwrite") or node.args.get("partition") is not None):
+            raise self.error("INSERT INTO ... REPLACE WHERE takes no OVERWRITE or PARTITION clause", tree)
         static: dict[str, Any] = {}
         partition = node.args.get("partition")
         for item in partition.expressions if partition is not None else []:
@@ -272,7 +280,8 @@ class _Parser(DdlParsing):
         source = tree.expression
         if not isinstance(source, (exp.Query, exp.Values)):
             raise self.error("INSERT needs VALUES or a query", tree)
-        return Insert(table, columns, self.query(source), bool(tree.args.get("overwrite")), static)
+        return Insert(table, columns, self.query(source), bool(tree.args.get("overwrite")), static, by_name,
+                      replace_where)
 
     def update(self, tree: exp.Update) -> Statement | None:
         table = self.target_ref(tree.this)
@@ -335,7 +344,7 @@ class _Parser(DdlParsing):
         if not clauses:
             raise self.error("MERGE needs at least one WHEN clause", tree)
         self.check_clause_order(whens.expressions)
-        return Merge(target, source, source_alias, on, tuple(clauses))
+        return Merge(target, source, source_alias, on, tuple(clauses), bool(tree.meta.get(SCHEMA_EVOLUTION_META)))
 
     def merge_clause(self, when: exp.When, target: TableRef) -> MergeClause:
         condition = when.args.get("condition")

@@ -309,13 +309,20 @@ class AlterTableDropRef(Statement):
 
 @dataclass(frozen=True)
 class Insert(Statement):
-    """INSERT INTO/OVERWRITE; `static_partition` holds PARTITION (p = literal) values."""
+    """INSERT INTO/OVERWRITE; `static_partition` holds PARTITION (p = literal) values.
+
+    `by_name` matches the query's columns to the table's by name (INSERT ... BY NAME);
+    `replace_where` is the condition of INSERT INTO ... REPLACE WHERE (an overwrite of the rows
+    it matches).
+    """
 
     table: TableRef
     columns: tuple[str, ...] | None
     query: Query
     overwrite: bool = False
     static_partition: dict[str, Any] = field(default_factory=dict)
+    by_name: bool = False
+    replace_where: exp.Expression | None = None
 
 
 @dataclass(frozen=True)
@@ -362,6 +369,8 @@ class Merge(Statement):
     """MERGE INTO; `source_alias` is how ON and the clauses name the source (alias or table name).
 
     A source table outside pyice catalogs arrives as a Query `SELECT * FROM name`.
+    `schema_evolution` (MERGE WITH SCHEMA EVOLUTION) adds the source columns the clauses
+    write that the target lacks to its schema, in the MERGE's own commit.
     """
 
     target: TableRef
@@ -369,6 +378,7 @@ class Merge(Statement):
     source_alias: str | None
     on: exp.Expression
     clauses: tuple[MergeClause, ...]
+    schema_evolution: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pyice_sql.core import properties as props
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.commit.cleanup import commit_or_clean, delete_written_on_failure
 from pyice_sql.core.commit.operations import row_delta
-from pyice_sql.core.commit.producer import RemovedFile, file_key
+from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadata
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, KEY_PREFIX, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
@@ -54,6 +54,7 @@ from pyice_sql.spark.rowlevel.copy_on_write import CardinalityViolation, write_c
 from pyice_sql.spark.rowlevel.copy_on_write_v3 import write_copy_on_write_v3
 from pyice_sql.spark.rowlevel.merge_on_read import write_merge_on_read
 from pyice_sql.spark.rowlevel.merge_on_read_v3 import write_merge_on_read_v3
+from pyice_sql.spark.rowlevel.schema_evolution import Evolution, evolve
 from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote
 
@@ -91,6 +92,7 @@ class RowLevelExecutor:
         self.spark = session.spark
         self._temp: list[str] = []
         self._persisted: list[DataFrame] = []
+        self.evolution: Evolution | None = None  # MERGE WITH SCHEMA EVOLUTION that adds columns
 
     # --- entry points -------------------------------------------------------------------------
     def plan(self, stmt: st.Merge | st.Update | st.Delete) -> tuple[Table, RowLevelPlan, DataFrame | None]:
@@ -99,6 +101,10 @@ class RowLevelExecutor:
         source = None
         if isinstance(stmt, st.Merge):
             source = self._source_frame(stmt.source)
+            self.evolution = evolve(stmt, table, source.schema) if stmt.schema_evolution else None
+            if self.evolution is not None:
+                stmt, table = self.evolution.merge, self.evolution.table
+                schema = table.metadata.schema()
             plan = builder.build_merge(stmt, schema, source.columns)
         elif isinstance(stmt, st.Update):
             plan = builder.build_update(stmt, schema)
@@ -242,6 +248,8 @@ class RowLevelExecutor:
         if result.num_affected_rows == 0 and not whole:
             for f in written:  # nothing changed: nothing is committed (no rows means no files, normally)
                 table.io.delete(f.file_path)
+            if self.evolution is not None:  # as Spark, the new columns are added all the same
+                update_metadata(self.evolution.base, self.evolution.prepare)
             return result
         by_path = {t.file.file_path: t for t in tasks}
         removed = self._removed_files(out.rewritten + list(whole), scan)
@@ -255,6 +263,8 @@ class RowLevelExecutor:
                               [r.entry.data_file.file_path for r in removed], out.referenced,
                               [(by_path[p].file.spec_id, by_path[p].file.partition) for p in out.referenced]),
             branch=branch)
+        if self.evolution is not None:  # the new columns commit with the rows, onto the table as it was
+            update.prepare, table = self.evolution.prepare, self.evolution.base
         committed = commit_or_clean(table, update, written)
         result.snapshot_id = committed.metadata.refs[branch].snapshot_id
         task.phase("commit", f"snapshot {result.snapshot_id}")
