@@ -7,7 +7,8 @@
 The workload is /work/shared/bench/iceberg_java_workload.py (its `build()` makes the base and
 source DataFrames): insert, merge, update, delete, three 3-row statements (merge3, update3,
 delete3: the small-statement case), scan on a 5-column table, uniform (8 files) or
-clustered (100 files sorted by id). Per (mode, shape, repeat) both engines get their own fresh
+clustered (100 files sorted by id), format v2 or v3 (`--format-versions 2,3`: v3 merge-on-read
+writes deletion vectors on both engines). Per (mode, format, shape, repeat) both engines get their own fresh
 table — the reference in catalog `ref` (Iceberg 1.10.2 through spark.sql), pyice_sql in catalog
 `local` (ice.sql / ice.append) — and run each op in turn; which engine goes first alternates per
 op to spread noise (JIT warm-up, page cache, GC). After the scan both results (count, sum, distinct)
@@ -114,10 +115,10 @@ def last_summary(run_sql, table: str) -> dict:
     return {k: int(s[k]) for k in keys if s and k in s}
 
 
-def run_case(spark, ice, jobs, a, mode: str, shape: str, rep: int, case_no: int, prof, results: list) -> None:
-    name = f"t_{mode.replace('-', '_')}_{shape}_{rep}"
+def run_case(spark, ice, jobs, a, mode: str, fv: int, shape: str, rep: int, case_no: int, prof, results: list) -> None:
+    name = f"t_{mode.replace('-', '_')}_v{fv}_{shape}_{rep}"
     ref_t, ice_t = f"ref.db.{name}", f"local.db.{name}"
-    props = (f"'format-version'='2', 'write.merge.mode'='{mode}', 'write.delete.mode'='{mode}', "
+    props = (f"'format-version'='{fv}', 'write.merge.mode'='{mode}', 'write.delete.mode'='{mode}', "
              f"'write.update.mode'='{mode}'")
     spark.sql(f"CREATE TABLE {ref_t} ({COLUMNS}) USING iceberg TBLPROPERTIES ({props})")
     ice.sql(f"CREATE TABLE {ice_t} ({COLUMNS}) USING iceberg TBLPROPERTIES ({props})")
@@ -162,7 +163,7 @@ def run_case(spark, ice, jobs, a, mode: str, shape: str, rep: int, case_no: int,
                     p.disable()
             dt = time.perf_counter() - t
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-            rec = {"sys": sys_name, "mode": mode, "shape": shape, "rows": a.rows, "op": op, "rep": rep,
+            rec = {"sys": sys_name, "mode": mode, "format_version": fv, "shape": shape, "rows": a.rows, "op": op, "rep": rep,
                    "s": round(dt, 3), "first": sys_name == order[0]}
             if sys_name == "pyice" and op != "insert" and ice.last_plan is not None:
                 m = ice.last_plan.metrics
@@ -187,10 +188,10 @@ def run_case(spark, ice, jobs, a, mode: str, shape: str, rep: int, case_no: int,
     src.unpersist()
     j, p = scans["iceberg-java"], scans["pyice"]
     ok = j[0] == p[0] and j[2] == p[2] and math.isclose(j[1], p[1], rel_tol=1e-9)
-    print(json.dumps({"check": "scan", "mode": mode, "shape": shape, "rep": rep, "iceberg-java": j, "pyice": p,
+    print(json.dumps({"check": "scan", "mode": mode, "format_version": fv, "shape": shape, "rep": rep, "iceberg-java": j, "pyice": p,
                       "sum_rounded": [round(j[1], 2), round(p[1], 2)], "ok": ok}), flush=True)
     if not ok:
-        raise SystemExit(f"SCAN MISMATCH {mode}/{shape}: iceberg-java {j} != pyice {p}")
+        raise SystemExit(f"SCAN MISMATCH {mode}/v{fv}/{shape}: iceberg-java {j} != pyice {p}")
     if not a.keep:
         spark.sql(f"DROP TABLE {ref_t} PURGE")
         ice.sql(f"DROP TABLE {ice_t} PURGE")
@@ -199,15 +200,15 @@ def run_case(spark, ice, jobs, a, mode: str, shape: str, rep: int, case_no: int,
 def print_table(results: list) -> None:
     rows = {}
     for r in results:
-        rows.setdefault((r["mode"], r["shape"], r["op"]), {}).setdefault(r["sys"], []).append(r["s"])
-    print(f"\n{'mode':<14} {'shape':<10} {'op':<7} {'java s':>8} {'pyice s':>8} {'ratio':>6}")
+        rows.setdefault((f"{r['mode']} v{r['format_version']}", r["shape"], r["op"]), {}).setdefault(r["sys"], []).append(r["s"])
+    print(f"\n{'mode':<17} {'shape':<10} {'op':<7} {'java s':>8} {'pyice s':>8} {'ratio':>6}")
     for (mode, shape, op), by in rows.items():
         j, p = statistics.median(by["iceberg-java"]), statistics.median(by["pyice"])
-        print(f"{mode:<14} {shape:<10} {op:<7} {j:>8.2f} {p:>8.2f} {p / j if j else float('nan'):>6.2f}")
+        print(f"{mode:<17} {shape:<10} {op:<7} {j:>8.2f} {p:>8.2f} {p / j if j else float('nan'):>6.2f}")
     for mode_shape in sorted({(m, s) for m, s, _ in rows}):
         tj = sum(statistics.median(rows[(*mode_shape, op)]["iceberg-java"]) for op in OPS)
         tp = sum(statistics.median(rows[(*mode_shape, op)]["pyice"]) for op in OPS)
-        print(f"{mode_shape[0]:<14} {mode_shape[1]:<10} {'TOTAL':<7} {tj:>8.2f} {tp:>8.2f} {tp / tj:>6.2f}")
+        print(f"{mode_shape[0]:<17} {mode_shape[1]:<10} {'TOTAL':<7} {tj:>8.2f} {tp:>8.2f} {tp / tj:>6.2f}")
 
 
 def main() -> int:
@@ -215,6 +216,8 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--modes", default="merge-on-read,copy-on-write")
     ap.add_argument("--shapes", default="uniform,clustered")
+    ap.add_argument("--format-versions", default="2",
+                    help="table format versions, e.g. 2,3 (v3: merge-on-read writes deletion vectors)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--master", default=os.environ.get("ICEBERG_REF_MASTER", "local[2]"),
                     help="e.g. local-cluster[2,1,1024]: two executor JVMs from the pip wheel alone")
@@ -239,9 +242,10 @@ def main() -> int:
     try:
         for rep in range(a.repeat):
             for mode in a.modes.split(","):
-                for shape in a.shapes.split(","):
-                    run_case(spark, ice, jobs, a, mode.strip(), shape.strip(), rep, case_no, prof, results)
-                    case_no += 1
+                for fv in [int(v) for v in a.format_versions.split(",")]:
+                    for shape in a.shapes.split(","):
+                        run_case(spark, ice, jobs, a, mode.strip(), fv, shape.strip(), rep, case_no, prof, results)
+                        case_no += 1
     finally:
         if prof is not None:
             prof.dump_stats(a.profile)
