@@ -51,6 +51,18 @@ SMALL_SOURCE = ("SELECT * FROM VALUES (11, 'c1', 5.0, TIMESTAMP '2024-01-01 00:0
                 "(-1, 'c3', 7.0, TIMESTAMP '2024-01-01 00:00:00', 'small') AS v(id, category, amount, ts, payload)")
 COLUMNS = "id bigint, category string, amount double, ts timestamp, payload string"
 SCAN = "SELECT count(*), sum(amount), count(distinct category) FROM {t}"
+_MERGE = ("MERGE INTO {{t}} t USING {source} s ON t.id = s.id "
+          "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+# every op but insert, as SQL on table {t} (the workload's source is the temp view `src`)
+STATEMENTS = {
+    "merge": _MERGE.format(source="src"),
+    "update": "UPDATE {t} SET amount = amount * 2 WHERE id % 100 = 3",
+    "delete": "DELETE FROM {t} WHERE id % 100 = 7",
+    "merge3": _MERGE.format(source=f"({SMALL_SOURCE})"),
+    "update3": "UPDATE {t} SET amount = amount + 1 WHERE id IN (21, 22, 23)",
+    "delete3": "DELETE FROM {t} WHERE id IN (31, 32, 33)",
+    "scan": SCAN,
+}
 
 
 def session(warehouse: str, master: str, spark_defaults: bool):
@@ -127,24 +139,11 @@ def run_case(spark, ice, jobs, a, mode: str, fv: int, shape: str, rep: int, case
     src.count()
     src.createOrReplaceTempView("src")
 
-    def merge(t, source="src"):
-        return f"MERGE INTO {t} t USING {source} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
-
     def both(sql):
         return lambda: spark.sql(sql.format(t=ref_t)).collect(), lambda: ice.sql(sql.format(t=ice_t)).collect()
 
-    steps = {
-        "insert": (lambda: base.writeTo(ref_t).append(), lambda: ice.append(ice_t, base)),
-        "merge": (lambda: spark.sql(merge(ref_t)).collect(), lambda: ice.sql(merge(ice_t)).collect()),
-        "update": (lambda: spark.sql(f"UPDATE {ref_t} SET amount = amount * 2 WHERE id % 100 = 3").collect(),
-                   lambda: ice.sql(f"UPDATE {ice_t} SET amount = amount * 2 WHERE id % 100 = 3").collect()),
-        "delete": (lambda: spark.sql(f"DELETE FROM {ref_t} WHERE id % 100 = 7").collect(),
-                   lambda: ice.sql(f"DELETE FROM {ice_t} WHERE id % 100 = 7").collect()),
-        "merge3": both(merge("{t}", f"({SMALL_SOURCE})")),
-        "update3": both("UPDATE {t} SET amount = amount + 1 WHERE id IN (21, 22, 23)"),
-        "delete3": both("DELETE FROM {t} WHERE id IN (31, 32, 33)"),
-        "scan": both(SCAN),
-    }
+    steps = {op: both(sql) for op, sql in STATEMENTS.items()}
+    steps["insert"] = (lambda: base.writeTo(ref_t).append(), lambda: ice.append(ice_t, base))
     scans = {}
     for i, op in enumerate(OPS):
         order = ("iceberg-java", "pyice") if (i + case_no) % 2 == 0 else ("pyice", "iceberg-java")
