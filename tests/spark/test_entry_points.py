@@ -13,7 +13,6 @@ import pytest
 import pyice_sql
 from pyice_sql import cli
 from pyice_sql.core.errors import AnalysisError
-from pyice_sql.spark.session import IceSession
 
 pytestmark = pytest.mark.spark
 
@@ -60,9 +59,9 @@ def test_sql_pyice_runs_itself_is_not_routed_again(spark, installed, monkeypatch
     spark.sql("CREATE TABLE local.db.t (id bigint, s string) USING iceberg")
     spark.sql("INSERT INTO local.db.t VALUES (1, 'a')")
     calls = []
-    original = IceSession.execute
-    monkeypatch.setattr(IceSession, "execute", lambda self, sql, position=None: calls.append(sql)
-                        or original(self, sql, position))
+    original = installed.execute  # as install() set it up: its own spark.sql calls go straight to Spark
+    monkeypatch.setattr(installed, "execute", lambda sql, position=None: calls.append(sql)
+                        or original(sql, position))
     spark.sql("MERGE INTO local.db.t t USING (SELECT 1 AS id, 'z' AS s) u ON t.id = u.id "
               "WHEN MATCHED THEN UPDATE SET s = u.s")
     assert len(calls) == 1  # the MERGE's own Spark queries went straight to Spark
