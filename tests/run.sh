@@ -15,11 +15,8 @@ SHARED=${PYICE_SHARED:-$(cd .. && pwd)/shared}
 PYTHON=$PWD/.venv/bin/python bash "$SHARED/iceberg-reference/setup.sh" >/dev/null
 export PYICE_SHARED=$SHARED TZ=UTC
 status=0
-# Two test processes (pytest-xdist), whole modules per process (module fixtures run once): a single
-# process leaves one of the two cores idle most of the time (JVM start-ups, driver work, small jobs).
-workers=(-n "${PYICE_TEST_WORKERS:-2}" --dist loadfile)
 # (Spark Connect is tested in the Spark 4 pass below, whose venv has pyspark's connect extras)
-.venv/bin/python -m pytest -q -p no:cacheprovider "${workers[@]}" --durations=25 --ignore=tests/connect "$@" || status=$?
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 --ignore=tests/connect "$@" || status=$?
 
 # Spark 4 (Scala 2.13, ANSI mode on by default): the suites that need no reference engine of their
 # own (the few Spark and Connect tests that compare with Iceberg Java run it from the 3.5 venv), narrowed by
@@ -38,7 +35,7 @@ echo "== Spark $SPARK4: unit, Spark and Spark Connect suites =="
 .venv-spark4/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv-spark4/bin/python -m pip install -q -e '.[test,connect]' "pyspark==$SPARK4"
 started=$SECONDS
-PYICE_REF_PYTHON=$PWD/.venv/bin/python .venv-spark4/bin/python -m pytest -q -p no:cacheprovider "${workers[@]}" --durations=10 \
+PYICE_REF_PYTHON=$PWD/.venv/bin/python .venv-spark4/bin/python -m pytest -q -p no:cacheprovider --durations=10 \
   -m "$marker" ${rest[@]+"${rest[@]}"} || { rc=$?; [ $rc = 5 ] || status=$rc; }  # 5: the -m left nothing here
 echo "Spark $SPARK4 pass: $((SECONDS - started))s"
 exit $status
