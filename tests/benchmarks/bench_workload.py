@@ -72,6 +72,8 @@ def session(warehouse: str, master: str, spark_defaults: bool):
     from pyice_sql.spark.jvm.bridge import spark_jars_conf
     from pyice_sql.spark.runtime import SPARK_SETTINGS
 
+    # deletion vectors are decoded in a Python UDF: Spark's workers must run this interpreter
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     b = (SparkSession.builder.master(master).appName("pyice-bench")
          .config("spark.jars", spark_jars_conf(",".join(iceberg_ref.jars())))
          .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
