@@ -28,8 +28,12 @@ MODES = ("merge-on-read", "copy-on-write")
 EXPECTED = [[2, "B", "2024-02-05"], [3, "m", "2024-01-06"], [4, "{x}", None], [9, "n", None]]
 
 
+def _mode_props(mode: str) -> str:
+    return f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', 'write.merge.mode'='{mode}'"
+
+
 def _dml(table: str, mode: str) -> list[str]:
-    props = f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', 'write.merge.mode'='{mode}'"
+    props = _mode_props(mode)
     return [
         f"CREATE TABLE {table} (id bigint, s string, d date) USING iceberg "
         f"PARTITIONED BY (bucket(4, id), months(d)) TBLPROPERTIES ({props})",
@@ -66,7 +70,7 @@ MAINTENANCE = [  # after the merge-on-read table's DML: compaction folds its del
 
 
 def _partitioned(table: str, mode: str) -> list[str]:
-    props = f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', 'write.merge.mode'='{mode}'"
+    props = _mode_props(mode)
     return [
         f"CREATE TABLE {table} (id bigint, ts timestamp, cat string, v int) USING iceberg "
         f"PARTITIONED BY (bucket(4, id), days(ts), truncate(2, cat)) TBLPROPERTIES ({props})",
