@@ -30,6 +30,7 @@ from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
 from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
 FILE_COL, POS_COL, SPEC_COL, PARTITION_COL, SEQ_COL = "_file", "_pos", "_spec_id", "_partition", "_seq"
+FIRST_ROW_ID_COL = "__first_row_id"  # the data file's first_row_id (format v3 row lineage)
 METADATA_COLUMNS = (FILE_COL, POS_COL, SPEC_COL, PARTITION_COL)
 DELETE_FILE_PATH = T.StructField("file_path", T.StringType(), False, {FIELD_ID_KEY: 2147483546})
 DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545})
@@ -83,23 +84,28 @@ def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -
             spark.conf.set(_LISTING_THRESHOLD, previous)
 
 
-def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool) -> DataFrame:
+def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_facts: bool = False) -> DataFrame:
     fields = list(schema_to_spark(schema).fields)
     if with_metadata:
         fields += [T.StructField(FILE_COL, T.StringType()), T.StructField(POS_COL, T.LongType()),
                    T.StructField(SPEC_COL, T.IntegerType()), T.StructField(PARTITION_COL, T.StringType())]
+    if file_facts:
+        fields += [T.StructField(SEQ_COL, T.LongType()), T.StructField(FIRST_ROW_ID_COL, T.LongType())]
     return spark.createDataFrame([], T.StructType(fields))
 
 
 def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
-               with_metadata: bool = False) -> DataFrame:
+               with_metadata: bool = False, file_facts: bool = False) -> DataFrame:
     """The live rows of `tasks`' data files as a DataFrame of the table's columns.
 
     With `with_metadata`, adds `_file` (the manifest's path string), `_pos` (row position),
-    `_spec_id` and `_partition` (a canonical text key of the file's partition tuple).
+    `_spec_id` and `_partition` (a canonical text key of the file's partition tuple); with
+    `file_facts`, those and `_seq` (the file's data sequence number) and `__first_row_id`, which row
+    lineage inherits from (they ride on the same per-file table, so no extra join).
     """
+    with_metadata = with_metadata or file_facts
     if not tasks:
-        return empty_frame(spark, schema, with_metadata)
+        return empty_frame(spark, schema, with_metadata, file_facts)
     with_ids = not schema.has_list_or_map()
     columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
     # keyed by path and offset: the deletion vectors of several data files share one Puffin file
@@ -135,10 +141,10 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     if with_metadata or eq_deletes:  # position deletes alone need only the path and position
         files = local_rows(
             spark, [(spellings[t.file.file_path], t.file.file_path, t.file.spec_id, partition_key(t.file),
-                     t.data_sequence_number) for t in tasks],
+                     t.data_sequence_number, t.file.first_row_id) for t in tasks],
             T.StructType([T.StructField(_SPARK_PATH, T.StringType()), T.StructField(FILE_COL, T.StringType()),
                           T.StructField(SPEC_COL, T.IntegerType()), T.StructField(PARTITION_COL, T.StringType()),
-                          T.StructField(SEQ_COL, T.LongType())]))
+                          T.StructField(SEQ_COL, T.LongType()), T.StructField(FIRST_ROW_ID_COL, T.LongType())]))
         data = data.join(F.broadcast(files), _SPARK_PATH)
     pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
     if pos_deletes:
@@ -146,7 +152,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     if eq_deletes:
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
-    return data.select(*columns, *meta)
+    return data.select(*columns, *meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []))
 
 
 def _promoted_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
@@ -186,19 +192,21 @@ def read_position_deletes(spark: SparkSession, delete_files: list[DataFile]) -> 
 
 def _apply_position_deletes(spark: SparkSession, data: DataFrame, delete_files: list[DataFile],
                             spellings: dict[str, str]) -> DataFrame:
-    """Anti-join on (Spark's path, row index). Each delete row's target path gets Spark's spelling
+    """Anti-join on (Spark's path, row index). A deletion vector names its one data file, so its
+    rows get Spark's spelling straight from `spellings`; the rows of position-delete files get it
     through a small broadcast table of the scanned files, which also drops rows aimed at files
     outside this scan."""
     from pyice_sql.spark.read.deletion_vectors import is_deletion_vector, read_deletion_vector_rows
     dvs = [d for d in delete_files if is_deletion_vector(d)]
     files = [d for d in delete_files if not is_deletion_vector(d)]
-    frames = ([read_position_deletes(spark, files)] if files else []) + ([read_deletion_vector_rows(spark, dvs)]
-                                                                         if dvs else [])
-    rows = functools.reduce(DataFrame.union, frames)
-    targets = local_rows(spark, sorted({(local_key(p), s) for p, s in spellings.items()}),
-                         T.StructType([T.StructField(_KEY, T.StringType()), T.StructField(_SPARK_PATH, T.StringType())]))
-    rows = (rows.select(manifest_path_key(F.col(FILE_COL)).alias(_KEY), F.col(POS_COL))
+    frames = [read_deletion_vector_rows(spark, dvs, spellings, _SPARK_PATH)] if dvs else []
+    if files:
+        targets = local_rows(spark, sorted({(local_key(p), s) for p, s in spellings.items()}), T.StructType(
+            [T.StructField(_KEY, T.StringType()), T.StructField(_SPARK_PATH, T.StringType())]))
+        frames.append(read_position_deletes(spark, files).select(
+            manifest_path_key(F.col(FILE_COL)).alias(_KEY), F.col(POS_COL))
             .join(F.broadcast(targets), _KEY).select(_SPARK_PATH, POS_COL))
+    rows = functools.reduce(DataFrame.union, frames)
     width = max(len(s) for s in spellings.values()) + 40  # bytes per row in the broadcast hash table
     if sum(d.record_count for d in delete_files) * width <= _BROADCAST_DELETES_BYTES:
         rows = F.broadcast(rows)

@@ -19,11 +19,11 @@ from pyice_sql.core.plan.nodes import INSERT, UPDATE
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import FILE_COL, POS_COL
 from pyice_sql.spark.read.row_lineage import read_with_lineage
-from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
+from pyice_sql.spark.rowlevel.compile.merge_rows import OP, ROW_ID
 from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written
 from pyice_sql.spark.rowlevel.copy_on_write import write_copy_on_write
 from pyice_sql.spark.write.data_writer import quote
-from pyice_sql.spark.write.lineage_columns import carry_row_ids, write_with_lineage
+from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
 
 
 def write_copy_on_write_v3(w: RowLevelWrite) -> Written:
@@ -34,6 +34,5 @@ def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask], chang
     copies = (read_with_lineage(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed, [FILE_COL, POS_COL], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields], *LINEAGE_COLUMNS))
-    new_rows = carry_row_ids(w.spark, w.schema, w.tagged.where(F.col(OP).isin(UPDATE, INSERT)), FILE, POS,
-                             rewritten)
+    new_rows = with_row_ids(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)), ROW_ID)
     return write_with_lineage(w.table_rows(new_rows).unionByName(copies), w.write)

@@ -39,12 +39,13 @@ from pyice_sql.core.model.conversions import to_internal
 from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.core.plan import builder
-from pyice_sql.core.plan.nodes import PruningFilter, RowLevelPlan
+from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.spark.connect_backend import analyzed_deterministic
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_tasks
+from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
 from pyice_sql.spark.schema import schema_to_spark
@@ -212,14 +213,17 @@ class RowLevelExecutor:
         task.phase("planning", f"{len(scan.tasks)} of {scan.metrics.data_files_total} data files to scan, "
                                f"{len(scan.delete_files)} delete files ({plan.mode})")
         whole, tasks = self._split_whole_file_deletes(table, plan, scan)
-        target = read_tasks(self.spark, schema, tasks, with_metadata=True).withColumn(TARGET_MARK, F.lit(True))
+        v3 = md.format_version >= 3
+        # format v3: an updated row keeps its `_row_id`, read with the target rows it replaces
+        row_ids = v3 and any(i.operation == UPDATE for i in plan.instructions)
+        target = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, tasks, with_metadata=True)
+        target = target.withColumn(TARGET_MARK, F.lit(True))
         target_view = self._view(target)
         source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
         plan = self._read_pyice_tables_from_views(plan)
         stored = self._store_assignment(plan, schema, target_view, source_view)
-        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored)).persist()
+        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids)).persist()
         self._persisted.append(tagged)
-        v3 = md.format_version >= 3
         lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
                           lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],

@@ -6,36 +6,32 @@ the reserved column (field id 2147483540) and a null `_last_updated_sequence_num
 2147483539), so readers give it the commit's sequence number. Inserted rows store null for
 both and inherit a fresh id from the file's `first_row_id` plus their position.
 
-The old row id comes from the target row the update replaces, found by its (file, position)
-in a lineage read of the touched files (spark/read/row_lineage.py: stored value, else
-`first_row_id + _pos`). Metrics of the two reserved columns are not recorded in the manifest:
-they are not table columns, so no scan filter can use them.
+The old row id comes with the target row the update replaces: the statement's target scan reads
+it (spark/read/row_lineage.py: stored value, else `first_row_id + _pos`) and MergeRows carries it
+as `__row_id` (null for inserted rows). Metrics of the two reserved columns are not recorded in
+the manifest: they are not table columns, so no scan filter can use them.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from pyspark.sql import DataFrame, SparkSession, functions as F
+from pyspark.sql import DataFrame, functions as F
 
 from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.model.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.scan.planner import FileScanTask
-from pyice_sql.spark.read.reader import FILE_COL, POS_COL
-from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.write.data_writer import WriteContext, write_data_files
 
 _LINEAGE_IDS = frozenset(f.field_id for f in LINEAGE_FIELDS)
 
 
-def carry_row_ids(spark: SparkSession, schema: Schema, rows: DataFrame, file_col: str, pos_col: str,
-                  touched: list[FileScanTask]) -> DataFrame:
-    """`rows` plus `_row_id` (of the target row at (`file_col`, `pos_col`); null for inserted rows,
-    whose position is null) and a null `_last_updated_sequence_number`."""
-    old = read_with_lineage(spark, schema, touched, with_metadata=True).select(
-        F.col(FILE_COL).alias(file_col), F.col(POS_COL).alias(pos_col), F.col(ROW_ID.name))
-    return (rows.join(old, [file_col, pos_col], "left")
-            .withColumn(LAST_UPDATED_SEQUENCE_NUMBER.name, F.lit(None).cast("long")))
+def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
+    """Tagged `rows` plus `_row_id` (column `carried`: that of the target row an update replaces,
+    null for an inserted row; absent when the statement updates nothing) and a null
+    `_last_updated_sequence_number`."""
+    row_id = F.col(carried) if carried in rows.columns else F.lit(None)
+    return rows.withColumn(ROW_ID.name, row_id.cast("long")).withColumn(
+        LAST_UPDATED_SEQUENCE_NUMBER.name, F.lit(None).cast("long"))
 
 
 def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True) -> list[DataFile]:

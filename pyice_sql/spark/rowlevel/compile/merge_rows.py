@@ -20,6 +20,7 @@ from pyice_sql.core.sql.dialect import quote_identifier as _q
 TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
 OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
 MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair that satisfied ON
+ROW_ID = "__row_id"  # format v3: the target row's `_row_id`, which an updated row keeps
 KEEP = 0
 
 
@@ -69,9 +70,9 @@ def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | 
 
 
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
-                  stored: dict[tuple[int, str], str]) -> str:
+                  stored: dict[tuple[int, str], str], row_id: bool = False) -> str:
     """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
-    columns, new values.
+    columns, (`row_id`: the target view has `_row_id`) `__row_id`, new values.
 
     `stored` is the SQL storing each (clause, column) value (see compile/store_assignment.py).
     """
@@ -84,6 +85,8 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
         cols.append(f"{_kind_test(plan, MATCHED)} AS {MATCHED_PAIR}")
     for i, (target_col, _) in enumerate(plan.source_key_columns):
         cols.append(f"{t}.{_q(target_col)} AS {KEY_PREFIX}{i}")
+    if row_id:
+        cols.append(f"{t}.`_row_id` AS {ROW_ID}")
     for f in schema.fields:
         current = f"{t}.{_q(f.name)}"
         # Every clause up to the last one assigning this column gets a branch: a clause that
