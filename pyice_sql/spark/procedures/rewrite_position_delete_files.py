@@ -32,7 +32,7 @@ from pyice_sql.spark.procedures.binpack import OPTIONS as SIZE_OPTIONS, SizeOpti
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
 from pyice_sql.core.scan.planner import ScanPlan, plan_files
 from pyice_sql.spark.read.deletion_vectors import is_deletion_vector
-from pyice_sql.spark.read.reader import FILE_COL, POS_COL, read_position_deletes
+from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.write.dv_writer import write_deletion_vectors
 from pyice_sql.spark.write.delete_writer import write_position_deletes
 from pyice_sql.core.commit.cleanup import commit_or_clean
@@ -113,8 +113,7 @@ def _to_deletion_vectors(ctx: ProcedureContext, table: Table, chosen: list[Remov
     """Format v3: the chosen position-delete files as one deletion vector per live data file."""
     paths = {d.entry.data_file.file_path for d in chosen}
     touched = [t for t in scan.tasks if any(d.data_file.file_path in paths for d in t.deletes)]
-    none = ctx.spark.createDataFrame([], f"{FILE_COL} string, {POS_COL} long")
-    dvs, replaced = write_deletion_vectors(ctx.spark, none, touched, ctx.runtime.write_context(table))
+    dvs, replaced, _ = write_deletion_vectors(ctx.spark, None, touched, ctx.runtime.write_context(table))
     removed = chosen + [RemovedFile(d, scan.delete_manifests[d.data_file.file_path]) for d in replaced
                         if d.data_file.file_path not in paths]
     update = rewrite_files(table.metadata.current_snapshot_id, removed, added_deletes=dvs)

@@ -8,64 +8,59 @@ position-delete file gives, so the reader removes both kinds with its one anti-j
 of a table upgraded from v2 can have old position-delete files and a DV at once).
 
 Spark reads each Puffin file once (`binaryFile`, through Hadoop's file systems, so any store
-Spark reads works); a small broadcast table lists each file's blobs, and a Python UDF decodes
-them with the pure codec of `core.format.deletion_vector`, checking magic, length, CRC and the
-entry's record_count. A damaged DV fails the Spark job with a DeletionVectorError naming the
+Spark reads works); each file's blobs come from a map literal (parsed once by the optimizer, so
+no broadcast job), and `pyice_dv_positions` decodes them on the executors: the JVM shim's codec,
+or on Spark Connect a Python UDF over `core.format.deletion_vector`. Both check magic, length,
+CRC and the entry's record_count; a damaged DV fails the Spark job with an error naming the
 Puffin file.
 """
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
+import json
 
-from pyice_sql.core.format.deletion_vector import DeletionVectorError, deserialize_positions
+from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types as T
+
+from pyice_sql.core.format.deletion_vector import DeletionVectorError
 from pyice_sql.core.model.manifest import DataFile
 
 PUFFIN = "PUFFIN"
+# The SQL functions of the DV codec (registered by Runtime.attach; signatures in jvm_shim/README.md)
+POSITIONS_SQL, SERIALIZE_SQL = "pyice_dv_positions", "pyice_dv_serialize"
 _BLOB = T.StructType([T.StructField("offset", T.LongType()), T.StructField("length", T.LongType()),
                       T.StructField("data_file", T.StringType()), T.StructField("cardinality", T.LongType())])
-_DECODED = T.ArrayType(T.StructType([T.StructField("data_file", T.StringType()),
-                                     T.StructField("positions", T.ArrayType(T.LongType()))]))
 
 
 def is_deletion_vector(f: DataFile) -> bool:
     return f.file_format.upper() == PUFFIN
 
 
-def _decode(path: str, content: bytes, blobs: list) -> list[tuple[str, list[int]]]:
-    """Runs in the executors: every DV blob of one Puffin file, as (data file, positions)."""
-    out = []
-    for offset, length, data_file, declared in blobs:
-        blob = content[offset:offset + length]
-        if len(blob) != length:
-            raise DeletionVectorError(f"deletion vector for {data_file} at offset {offset} length {length} "
-                                      f"runs past the end of the file ({len(content)} bytes)", path)
-        positions = deserialize_positions(blob, path)
-        if len(positions) != declared:
-            raise DeletionVectorError(f"deletion vector for {data_file} holds {len(positions)} positions but "
-                                      f"its manifest entry says {declared}", path)
-        out.append((data_file, positions.tolist()))
-    return out
-
-
-def read_deletion_vector_rows(spark: SparkSession, dvs: list[DataFile]) -> DataFrame:
-    """The deleted `(_file, _pos)` rows of DV entries; `_file` is the referenced data file's
-    path exactly as the manifest spells it."""
-    from pyice_sql.spark.read.reader import FILE_COL, POS_COL, manifest_path_key, spark_path_key
+def read_deletion_vector_rows(spark: SparkSession, dvs: list[DataFile], spellings: dict[str, str] | None = None,
+                              file_col: str | None = None) -> DataFrame:
+    """The deleted `(_file, _pos)` rows of DV entries; `_file` is the referenced data file's path
+    exactly as the manifest spells it, or its entry in `spellings` (then named `file_col`)."""
+    from pyice_sql.spark.read.reader import FILE_COL, POS_COL, spark_path_key
+    from pyice_sql.spark.read.spark_paths import local_key
 
     for f in dvs:
         if f.referenced_data_file is None or f.content_offset is None or f.content_size_in_bytes is None:
             raise DeletionVectorError("deletion vector entry lacks referenced_data_file, content_offset or "
                                       "content_size_in_bytes", f.file_path)
-    by_file: dict[str, list[tuple[int, int, str, int]]] = {}
+    by_file: dict[str, list[dict]] = {}
     for f in dvs:
+        target = spellings[f.referenced_data_file] if spellings is not None else f.referenced_data_file
         by_file.setdefault(f.file_path, []).append(
-            (f.content_offset, f.content_size_in_bytes, f.referenced_data_file, f.record_count))
-    listing = spark.createDataFrame(list(by_file.items()), T.StructType(
-        [T.StructField("puffin", T.StringType()), T.StructField("blobs", T.ArrayType(_BLOB))]))
-    listing = listing.select(manifest_path_key(F.col("puffin")).alias("__key"), "puffin", "blobs")
-    files = (spark.read.format("binaryFile").load(list(by_file))  # load(*paths) takes a 2nd path as format
-             .select(spark_path_key(F.col("path")).alias("__key"), "content"))
-    decode = F.udf(_decode, _DECODED)
-    decoded = files.join(F.broadcast(listing), "__key").select(
-        F.explode(decode("puffin", "content", "blobs")).alias("dv"))
-    return decoded.select(F.col("dv.data_file").alias(FILE_COL), F.explode("dv.positions").alias(POS_COL))
+            {"offset": f.content_offset, "length": f.content_size_in_bytes, "data_file": target,
+             "cardinality": f.record_count})
+    blobs = _constant_map({local_key(p): b for p, b in by_file.items()}, T.ArrayType(_BLOB))
+    files = spark.read.format("binaryFile").load(list(by_file))  # load(*paths) takes a 2nd path as format
+    blob = F.explode(F.element_at(blobs, spark_path_key(F.col("path")))).alias("blob")
+    decoded = files.select("path", "content", blob).select(
+        F.col("blob.data_file").alias(file_col or FILE_COL),
+        F.expr(f"{POSITIONS_SQL}(content, blob.offset, blob.length, blob.cardinality, path)").alias("positions"))
+    return decoded.select(file_col or FILE_COL, F.explode("positions").alias(POS_COL))
+
+
+def _constant_map(entries: dict[str, object], value_type: T.DataType) -> Column:
+    """A string-keyed map as one JSON literal: constant-folded into a map literal at planning, so
+    thousands of entries cost neither a join nor a huge expression tree."""
+    return F.from_json(F.lit(json.dumps(entries)), T.MapType(T.StringType(), value_type), {"mode": "FAILFAST"})
