@@ -138,17 +138,21 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     if not with_metadata and not deletes:
         return data
     eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
-    if with_metadata or eq_deletes:  # position deletes alone need only the path and position
+    # the per-file table: joined when rows need their file's facts; position deletes then match
+    # rows by its `__path_key`, so they need no table of their own
+    keyed = with_metadata or bool(eq_deletes)
+    if keyed:
         files = local_rows(
-            spark, [(spellings[t.file.file_path], t.file.file_path, t.file.spec_id, partition_key(t.file),
-                     t.data_sequence_number, t.file.first_row_id) for t in tasks],
+            spark, [(spellings[t.file.file_path], t.file.file_path, local_key(t.file.file_path), t.file.spec_id,
+                     partition_key(t.file), t.data_sequence_number, t.file.first_row_id) for t in tasks],
             T.StructType([T.StructField(_SPARK_PATH, T.StringType()), T.StructField(FILE_COL, T.StringType()),
-                          T.StructField(SPEC_COL, T.IntegerType()), T.StructField(PARTITION_COL, T.StringType()),
-                          T.StructField(SEQ_COL, T.LongType()), T.StructField(FIRST_ROW_ID_COL, T.LongType())]))
+                          T.StructField(_KEY, T.StringType()), T.StructField(SPEC_COL, T.IntegerType()),
+                          T.StructField(PARTITION_COL, T.StringType()), T.StructField(SEQ_COL, T.LongType()),
+                          T.StructField(FIRST_ROW_ID_COL, T.LongType())]))
         data = data.join(F.broadcast(files), _SPARK_PATH)
     pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
     if pos_deletes:
-        data = _apply_position_deletes(spark, data, pos_deletes, spellings)
+        data = _apply_position_deletes(spark, data, pos_deletes, spellings, keyed)
     if eq_deletes:
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
@@ -191,26 +195,30 @@ def read_position_deletes(spark: SparkSession, delete_files: list[DataFile]) -> 
 
 
 def _apply_position_deletes(spark: SparkSession, data: DataFrame, delete_files: list[DataFile],
-                            spellings: dict[str, str]) -> DataFrame:
-    """Anti-join on (Spark's path, row index). A deletion vector names its one data file, so its
-    rows get Spark's spelling straight from `spellings`; the rows of position-delete files get it
-    through a small broadcast table of the scanned files, which also drops rows aimed at files
-    outside this scan."""
+                            spellings: dict[str, str], keyed: bool) -> DataFrame:
+    """Anti-join on (file, row index). With `keyed` the rows carry their file's `__path_key` and
+    the delete rows match on it; otherwise on Spark's spelling of the path: a deletion vector names
+    its one data file, so its rows get the spelling straight from `spellings`, and the rows of
+    position-delete files through a small broadcast table of the scanned files (which also drops
+    rows aimed at files outside this scan)."""
     from pyice_sql.spark.read.deletion_vectors import is_deletion_vector, read_deletion_vector_rows
     dvs = [d for d in delete_files if is_deletion_vector(d)]
     files = [d for d in delete_files if not is_deletion_vector(d)]
-    frames = [read_deletion_vector_rows(spark, dvs, spellings, _SPARK_PATH)] if dvs else []
+    key = _KEY if keyed else _SPARK_PATH
+    names = {p: local_key(p) for p in spellings} if keyed else spellings
+    frames = [read_deletion_vector_rows(spark, dvs, names, key)] if dvs else []
     if files:
-        targets = local_rows(spark, sorted({(local_key(p), s) for p, s in spellings.items()}), T.StructType(
-            [T.StructField(_KEY, T.StringType()), T.StructField(_SPARK_PATH, T.StringType())]))
-        frames.append(read_position_deletes(spark, files).select(
-            manifest_path_key(F.col(FILE_COL)).alias(_KEY), F.col(POS_COL))
-            .join(F.broadcast(targets), _KEY).select(_SPARK_PATH, POS_COL))
+        rows = read_position_deletes(spark, files).select(manifest_path_key(F.col(FILE_COL)).alias(_KEY), POS_COL)
+        if not keyed:
+            targets = local_rows(spark, sorted({(local_key(p), s) for p, s in spellings.items()}), T.StructType(
+                [T.StructField(_KEY, T.StringType()), T.StructField(_SPARK_PATH, T.StringType())]))
+            rows = rows.join(F.broadcast(targets), _KEY).select(_SPARK_PATH, POS_COL)
+        frames.append(rows)
     rows = functools.reduce(DataFrame.union, frames)
     width = max(len(s) for s in spellings.values()) + 40  # bytes per row in the broadcast hash table
     if sum(d.record_count for d in delete_files) * width <= _BROADCAST_DELETES_BYTES:
         rows = F.broadcast(rows)
-    return data.join(rows, [_SPARK_PATH, POS_COL], "left_anti")
+    return data.join(rows, [key, POS_COL], "left_anti")
 
 
 def _apply_equality_deletes(spark: SparkSession, schema: Schema, data: DataFrame,
