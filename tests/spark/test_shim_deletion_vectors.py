@@ -179,6 +179,7 @@ def test_damaged_blob_fails_the_job_with_the_codecs_message(sessions, name):
 @pytest.mark.parametrize("offset, length, cardinality", [
     pytest.param(2, len(_GOOD) + 1, 4, id="past-end"),
     pytest.param(-1, 10, 4, id="negative-offset"),
+    pytest.param(2, 2**63 - 1, 4, id="huge-length"),  # offset + length overflows a long
     pytest.param(2, len(_GOOD), 5, id="cardinality-mismatch"),
 ])
 def test_blob_range_and_cardinality_checks(session, offset, length, cardinality):

@@ -106,7 +106,7 @@ public final class DeletionVectors {
      * (negative: not checked); every error names {@code path}.
      */
     public static long[] positionsAt(byte[] content, long offset, long length, long cardinality, String path) {
-        if (offset < 0 || length < 0 || offset + length > content.length) {
+        if (offset < 0 || length < 0 || offset > content.length || length > content.length - offset) {
             throw new DeletionVectorException("deletion vector at offset " + offset + " length " + length
                     + " runs past the end of the file (" + content.length + " bytes)", path);
         }
