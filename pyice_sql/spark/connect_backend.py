@@ -5,6 +5,8 @@ offers the parts of ShimHandle's face that statements need, with Python on the e
   - Parquet footer summaries (the same dicts as FooterStats.java) read with pyarrow, which every
     Spark Connect client has: a few on the client, more in one Spark job (`mapInArrow` over paths);
   - `pyice_bucket(n, value)` as a Python UDF hashing with core/model/hashing (Iceberg's murmur3);
+  - `pyice_dv_positions` / `pyice_dv_serialize` (deletion vectors) as Python UDFs over
+    core/format/deletion_vector;
   - many files listed / deleted / manifests read in one Spark job for the maintenance procedures;
   - the questions asked of a DataFrame's query execution (is it deterministic, its plan text, the
     temp views and caches over a table), answered from the JVM on a classic session and from the
@@ -93,6 +95,13 @@ class ConnectBackend:
 
         self._spark.udf.register("pyice_bucket", bucket, IntegerType())
 
+    def register_deletion_vector_udfs(self) -> None:
+        """DeletionVectors.java's SQL functions as Python UDFs of the same names, types and errors."""
+        from pyspark.sql.types import ArrayType, BinaryType, LongType
+
+        self._spark.udf.register("pyice_dv_positions", dv_positions, ArrayType(LongType()))
+        self._spark.udf.register("pyice_dv_serialize", dv_serialize, BinaryType())
+
     def list_many(self, directories: Iterable[str]) -> list[ListedFile]:
         return [ListedFile(*json.loads(r)) for r in self._run(list(directories), _list_json, "list files")]
 
@@ -129,6 +138,37 @@ def bucket(n: int | None, value: Any) -> int | None:
     if n is None or value is None:
         return None
     return (murmur3_32(bucket_bytes(bytes(value) if isinstance(value, bytearray) else value)) & 0x7FFFFFFF) % n
+
+
+def dv_positions(content: bytes | None, offset: int | None, length: int | None, cardinality: int | None,
+                 path: str) -> list[int] | None:
+    """`pyice_dv_positions`: the sorted positions of the deletion-vector blob at content[offset:offset+length]
+    of the Puffin file `path`, checked against `cardinality` (unless null); errors name `path`."""
+    from pyice_sql.core.format.deletion_vector import DeletionVectorError, deserialize_positions
+
+    if content is None:
+        return None
+    if offset is None or length is None:
+        raise DeletionVectorError("deletion vector entry lacks content_offset or content_size_in_bytes", path)
+    if offset < 0 or length < 0 or offset + length > len(content):
+        raise DeletionVectorError(f"deletion vector at offset {offset} length {length} runs past the end of the "
+                                  f"file ({len(content)} bytes)", path)
+    positions = deserialize_positions(bytes(content[offset:offset + length]), path)
+    if cardinality is not None and len(positions) != cardinality:
+        raise DeletionVectorError(f"deletion vector at offset {offset} holds {len(positions)} positions but its "
+                                  f"manifest entry says {cardinality}", path)
+    return positions.tolist()
+
+
+def dv_serialize(positions: list[int] | None) -> bytes | None:
+    """`pyice_dv_serialize`: the deletion-vector-v1 blob of the set of `positions` (any order, repeats)."""
+    from pyice_sql.core.format.deletion_vector import serialize_positions
+
+    if positions is None:
+        return None
+    if any(p is None for p in positions):
+        raise ValueError("a deletion vector cannot hold a null row position")
+    return serialize_positions(positions)
 
 
 # -- work done per item on an executor (module-level: pickled by reference) ---------------------------------

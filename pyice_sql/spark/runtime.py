@@ -78,6 +78,7 @@ class Runtime:
             spark.conf.set(k, v)
         shim = ConnectBackend(spark) if is_connect(spark) else load_shim(spark)
         shim.register_bucket_udf()
+        shim.register_deletion_vector_udfs()
         return cls(spark, shim)
 
     def io_for(self, location: str) -> FileIO:

@@ -325,6 +325,12 @@ class ShimHandle:
         """Registers SQL `pyice_bucket(n, value)` (Iceberg bucket transform) in this session."""
         self._call("Bucket", "register", self._spark._jsparkSession)
 
+    # -- deletion vectors -----------------------------------------------------------------------------------
+    def register_deletion_vector_udfs(self) -> None:
+        """Registers SQL `pyice_dv_positions(content, offset, length, cardinality, path)` and
+        `pyice_dv_serialize(positions)` (the deletion-vector-v1 codec, DeletionVectors.java) in this session."""
+        self._call("DeletionVectors", "register", self._spark._jsparkSession)
+
     # -- files ----------------------------------------------------------------------------------------------
     def write_new(self, path: str, data: bytes) -> bool:
         """Create `path` with `data`; False if it already exists (never overwrites)."""
