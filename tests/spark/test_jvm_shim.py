@@ -331,9 +331,13 @@ _FRESH_JVM_SCRIPT = textwrap.dedent("""
     files = [f.path for f in shim.list(out + "/pq") if f.path.endswith(".parquet")]
     [stats] = shim.footer_stats(files)  # read on executors
     row = spark.range(0, 1, 1, 1).selectExpr("pyice_bucket(16, id + 34)", "pyice_bucket(16, 'iceberg')").collect()[0]
+    shim.register_deletion_vector_udfs()
+    dv = (spark.range(0, 1, 1, 1).selectExpr("pyice_dv_serialize(array(id + 6, id + 1, id + 4)) b")
+          .selectExpr("hex(b) b", "pyice_dv_positions(b, 0, length(b), 3, 'x.puffin') p").collect()[0])
     direct = type(spark._jvm.pyice.shim.Shim).__name__ == "JavaClass"
     print("RESULT " + json.dumps({
         "mode": shim.mode, "direct": direct, "rows": stats["rowCount"], "buckets": list(row),
+        "dv": [dv.b.lower(), dv.p],
         "write": [shim.write_new(out + "/f", b"1"), shim.write_new(out + "/f", b"2")],
         "rename": [shim.write_new(out + "/g", b"3"), shim.rename_no_overwrite(out + "/g", out + "/f")],
     }))
@@ -343,6 +347,8 @@ _FRESH_JVM_SCRIPT = textwrap.dedent("""
 
 def test_other_load_path_in_fresh_jvm(spark, shim, tmp_path):
     """The shared session covers one way of loading the shim; a fresh JVM covers the other."""
+    from pyice_sql.core.format.deletion_vector import serialize_positions
+
     mode = "classpath" if shim.mode == "loader" else "loader"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([sys.executable, "-c", _FRESH_JVM_SCRIPT, mode, str(tmp_path)], env=env,
@@ -352,4 +358,5 @@ def test_other_load_path_in_fresh_jvm(spark, shim, tmp_path):
     result = json.loads(lines[-1][len("RESULT "):])
     assert result == {"mode": mode, "direct": mode == "classpath", "rows": 10,
                       "buckets": [(2017239379 & MASK) % 16, (1210000089 & MASK) % 16],
+                      "dv": [serialize_positions([1, 4, 6]).hex(), [1, 4, 6]],
                       "write": [True, False], "rename": [True, False]}

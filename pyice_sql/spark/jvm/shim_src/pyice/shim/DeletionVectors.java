@@ -348,9 +348,10 @@ public final class DeletionVectors {
         Containers c = new Containers(p, n);
         long top = n == 0 ? -1 : p[n - 1] >>> 32;
         long size = 4 + 4 + 8 + 4;  // length, magic, bitmap count, CRC
-        for (long key = 0, first = 0; key <= top; key++) {
-            int end = c.end((int) first, key);
-            size += 4 + c.bitmapSize((int) first, end);
+        int first = 0;
+        for (long key = 0; key <= top; key++) {
+            int end = c.end(first, key);
+            size += 4 + c.bitmapSize(first, end);
             first = end;
         }
         if (size > Integer.MAX_VALUE - 8) {
