@@ -22,7 +22,7 @@ import org.apache.spark.sql.types.DataTypes;
  *   <li>{@code pyice_dv_positions(content BINARY, offset BIGINT, length BIGINT, cardinality BIGINT,
  *       path STRING) -> ARRAY<BIGINT>}: the sorted positions of the blob at {@code content[offset, offset +
  *       length)}; a damaged blob, or a count other than {@code cardinality} (unchecked when null), fails the
- *       task with a {@link DeletionVectorException} naming {@code path}. Null content gives null.</li>
+ *       task with a {@link DeletionVectorError} naming {@code path}. Null content gives null.</li>
  *   <li>{@code pyice_dv_serialize(positions ARRAY<BIGINT>) -> BINARY}: the blob of the set of positions (any
  *       order, duplicates allowed). Null gives null.</li>
  * </ul>
@@ -46,11 +46,12 @@ public final class DeletionVectors {
 
     private DeletionVectors() {}
 
-    /** A malformed deletion vector; the message ends with the Puffin file it came from. */
-    public static final class DeletionVectorException extends RuntimeException {
+    /** A malformed deletion vector; the message ends with the Puffin file it came from. Named as the
+     *  Python codec's error, so a failed Spark job reads the same whichever side decoded the blob. */
+    public static final class DeletionVectorError extends RuntimeException {
         private static final long serialVersionUID = 1L;
 
-        DeletionVectorException(String message, String where) {
+        DeletionVectorError(String message, String where) {
             super(where == null ? message : message + ": " + where);
         }
     }
@@ -71,7 +72,7 @@ public final class DeletionVectors {
                 return null;
             }
             if (offset == null || length == null) {
-                throw new DeletionVectorException("deletion vector entry lacks content_offset or "
+                throw new DeletionVectorError("deletion vector entry lacks content_offset or "
                         + "content_size_in_bytes", path);
             }
             return positionsAt(content, offset.longValue(), length.longValue(),
@@ -107,12 +108,12 @@ public final class DeletionVectors {
      */
     public static long[] positionsAt(byte[] content, long offset, long length, long cardinality, String path) {
         if (offset < 0 || length < 0 || offset > content.length || length > content.length - offset) {
-            throw new DeletionVectorException("deletion vector at offset " + offset + " length " + length
+            throw new DeletionVectorError("deletion vector at offset " + offset + " length " + length
                     + " runs past the end of the file (" + content.length + " bytes)", path);
         }
         long[] positions = decode(content, (int) offset, (int) length, path);
         if (cardinality >= 0 && positions.length != cardinality) {
-            throw new DeletionVectorException("deletion vector at offset " + offset + " holds " + positions.length
+            throw new DeletionVectorError("deletion vector at offset " + offset + " holds " + positions.length
                     + " positions but its manifest entry says " + cardinality, path);
         }
         return positions;
@@ -124,24 +125,24 @@ public final class DeletionVectors {
     /** The ascending positions of the blob at {@code data[off, off + len)}; errors name {@code where}. */
     public static long[] decode(byte[] data, int off, int len, String where) {
         if (len < 12) {
-            throw new DeletionVectorException("deletion vector blob is truncated (" + len
+            throw new DeletionVectorError("deletion vector blob is truncated (" + len
                     + " bytes, at least 12 needed)", where);
         }
         if (!Arrays.equals(Arrays.copyOfRange(data, off + 4, off + 8), MAGIC)) {
-            throw new DeletionVectorException("deletion vector has wrong magic "
+            throw new DeletionVectorError("deletion vector has wrong magic "
                     + hex(Arrays.copyOfRange(data, off + 4, off + 8)) + " (expected " + hex(MAGIC) + ")", where);
         }
         ByteBuffer be = ByteBuffer.wrap(data, off, len).order(ByteOrder.BIG_ENDIAN);
         long length = be.getInt(off) & 0xFFFFFFFFL;
         if (length != len - 8) {
-            throw new DeletionVectorException("deletion vector length prefix says " + length + " bytes of magic "
+            throw new DeletionVectorError("deletion vector length prefix says " + length + " bytes of magic "
                     + "and vector, the blob holds " + (len - 8) + ": truncated or corrupt", where);
         }
         long stored = be.getInt(off + len - 4) & 0xFFFFFFFFL;
         CRC32 crc = new CRC32();
         crc.update(data, off + 4, len - 8);
         if (stored != crc.getValue()) {
-            throw new DeletionVectorException(String.format("deletion vector CRC-32 mismatch (stored %08x, "
+            throw new DeletionVectorError(String.format("deletion vector CRC-32 mismatch (stored %08x, "
                     + "computed %08x)", stored, crc.getValue()), where);
         }
         return new Reader(data, off + 8, len - 12, where).positions();
@@ -170,7 +171,7 @@ public final class DeletionVectors {
 
         private void take(long n) {
             if (pos() + n > size) {
-                throw new DeletionVectorException("deletion vector is truncated: needs " + n + " bytes at offset "
+                throw new DeletionVectorError("deletion vector is truncated: needs " + n + " bytes at offset "
                         + pos() + " of a " + size + "-byte vector", where);
             }
         }
@@ -193,14 +194,14 @@ public final class DeletionVectors {
             for (long i = 0; Long.compareUnsigned(i, bitmaps) < 0; i++) {
                 long key = u32();
                 if (key <= lastKey || key > MAX_KEY) {
-                    throw new DeletionVectorException("deletion vector key " + key + " is out of order or too large",
+                    throw new DeletionVectorError("deletion vector key " + key + " is out of order or too large",
                             where);
                 }
                 lastKey = key;
                 bitmap32(key << 32);
             }
             if (pos() != size) {
-                throw new DeletionVectorException("deletion vector has " + (size - pos())
+                throw new DeletionVectorError("deletion vector has " + (size - pos())
                         + " bytes after its last bitmap", where);
             }
             return Arrays.copyOf(out, count);
@@ -219,13 +220,13 @@ public final class DeletionVectors {
             } else if (cookie == SERIAL_COOKIE_NO_RUN) {
                 long n = u32();
                 if (n > 1 << 16) {
-                    throw new DeletionVectorException("deletion vector bitmap at offset " + at + " claims " + n
+                    throw new DeletionVectorError("deletion vector bitmap at offset " + at + " claims " + n
                             + " containers", where);
                 }
                 containers = (int) n;
                 runFlags = new byte[(containers + 7) / 8];
             } else {
-                throw new DeletionVectorException("deletion vector bitmap at offset " + at + " has an unknown cookie "
+                throw new DeletionVectorError("deletion vector bitmap at offset " + at + " has an unknown cookie "
                         + cookie, where);
             }
             take(4L * containers);
@@ -235,7 +236,7 @@ public final class DeletionVectors {
                 keys[i] = buf.getShort() & 0xFFFF;
                 cards[i] = (buf.getShort() & 0xFFFF) + 1;
                 if (i > 0 && keys[i - 1] >= keys[i]) {
-                    throw new DeletionVectorException("deletion vector bitmap at offset " + at
+                    throw new DeletionVectorError("deletion vector bitmap at offset " + at
                             + " has unordered container keys", where);
                 }
             }
@@ -249,7 +250,7 @@ public final class DeletionVectors {
             }
             for (int i = 0; i < containers; i++) {
                 if (offsets != null && offsets[i] != pos() - at) {
-                    throw new DeletionVectorException("deletion vector container " + i + " of the bitmap at offset "
+                    throw new DeletionVectorError("deletion vector container " + i + " of the bitmap at offset "
                             + at + " is at " + (pos() - at) + ", its offset table says " + offsets[i], where);
                 }
                 container(i, base | (long) keys[i] << 16, cards[i], (runFlags[i / 8] >> (i % 8) & 1) != 0);
@@ -270,7 +271,7 @@ public final class DeletionVectors {
                     int first = buf.getShort() & 0xFFFF;
                     int extra = buf.getShort() & 0xFFFF;
                     if (first <= end || first + extra > 0xFFFF) {
-                        throw new DeletionVectorException("deletion vector run container has overlapping, unordered "
+                        throw new DeletionVectorError("deletion vector run container has overlapping, unordered "
                                 + "or overflowing runs", where);
                     }
                     end = first + extra;
@@ -300,7 +301,7 @@ public final class DeletionVectors {
                 for (int k = 0; k < card; k++) {
                     int v = buf.getShort() & 0xFFFF;
                     if (v <= last) {
-                        throw new DeletionVectorException("deletion vector array container is not strictly ascending",
+                        throw new DeletionVectorError("deletion vector array container is not strictly ascending",
                                 where);
                     }
                     last = v;
@@ -309,7 +310,7 @@ public final class DeletionVectors {
                 covered = card;
             }
             if (covered != card) {
-                throw new DeletionVectorException("deletion vector " + KIND_NAMES[kind] + " container " + i
+                throw new DeletionVectorError("deletion vector " + KIND_NAMES[kind] + " container " + i
                         + " holds " + covered + " positions, its header says " + card, where);
             }
         }
@@ -319,7 +320,7 @@ public final class DeletionVectors {
             if (out.length - count < more) {
                 long want = Math.max((long) out.length * 2, (long) count + more);
                 if (want > Integer.MAX_VALUE - 8) {
-                    throw new DeletionVectorException("deletion vector holds more positions than fit one array",
+                    throw new DeletionVectorError("deletion vector holds more positions than fit one array",
                             where);
                 }
                 out = Arrays.copyOf(out, (int) want);
