@@ -102,7 +102,7 @@ def rewrite_position_delete_files(ctx: ProcedureContext, args: dict[str, Any]) -
         return _to_deletion_vectors(ctx, table, chosen, scan, nbytes)
     rows = read_position_deletes(ctx.spark, [d.entry.data_file for d in chosen]).dropDuplicates()
     # the writer keeps only rows whose target is in `live`: deletes of dead files go away here
-    written = write_position_deletes(ctx.spark, rows, live, ctx.runtime.write_context(table))
+    written = write_position_deletes(rows, live, ctx.runtime.write_context(table))
     update = rewrite_files(md.current_snapshot_id, chosen, added_deletes=written)
     commit_or_clean(table, update, written)
     return [(len(chosen), len(written), nbytes, sum(f.file_size_in_bytes for f in written))]

@@ -5,6 +5,7 @@ rows into files and counts, from this typed context alone (no calls back into th
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -39,6 +40,10 @@ class RowLevelWrite:
         return {t.file.file_path: t for t in self.tasks}
 
     @property
+    def writes_rows(self) -> bool:
+        return writes_rows(self.plan)
+
+    @property
     def checks_cardinality(self) -> bool:
         """Spark/Iceberg check cardinality whenever there are WHEN MATCHED clauses, except for one
         unconditional DELETE (deleting a row matched twice is still unambiguous)."""
@@ -62,6 +67,23 @@ class Written:
     rewritten: list[FileScanTask] = field(default_factory=list)  # data files replaced (copy-on-write)
     folded: list = field(default_factory=list)  # delete entries replaced by the new delete files
     referenced: list[str] = field(default_factory=list)  # data files the new deletes point at
+
+
+def writes_rows(plan: RowLevelPlan) -> bool:
+    """Whether the statement can produce new rows (an UPDATE or INSERT action): a DELETE, or a
+    MERGE that only deletes, writes no data files, only deletes."""
+    return any(i.operation in (UPDATE, INSERT) for i in plan.instructions)
+
+
+def write_new_rows(w: RowLevelWrite, write: Callable[[DataFrame], list[DataFile]]) -> tuple[list[DataFile], dict]:
+    """Merge-on-read: `write` the updated and inserted rows as data files; with their counts,
+    observed in the same job (none of either when the statement cannot produce rows)."""
+    if not w.writes_rows:
+        return [], {}
+    inserts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
+    data_files = write(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)).observe(
+        inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")))
+    return data_files, observed(inserts, lambda: new_row_counts(w.tagged)) if data_files else {}
 
 
 def observed(observation: Observation, fallback: Callable[[], dict]) -> dict:

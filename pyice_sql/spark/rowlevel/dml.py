@@ -50,7 +50,7 @@ from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
 from pyice_sql.spark.schema import schema_to_spark
 from pyice_sql.core.sql import statements as st
-from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes
+from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes, writes_rows
 from pyice_sql.spark.rowlevel.copy_on_write import CardinalityViolation, write_copy_on_write
 from pyice_sql.spark.rowlevel.copy_on_write_v3 import write_copy_on_write_v3
 from pyice_sql.spark.rowlevel.merge_on_read import write_merge_on_read
@@ -222,8 +222,10 @@ class RowLevelExecutor:
         source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
         plan = self._read_pyice_tables_from_views(plan)
         stored = self._store_assignment(plan, schema, target_view, source_view)
-        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids)).persist()
-        self._persisted.append(tagged)
+        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids))
+        if plan.mode != "merge-on-read" or writes_rows(plan):  # read by two passes: cached, scanned once
+            tagged = tagged.persist()
+            self._persisted.append(tagged)
         lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
                           lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],

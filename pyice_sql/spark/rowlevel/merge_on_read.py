@@ -15,12 +15,12 @@ import uuid
 
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
-from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.core.plan.nodes import DELETE
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
 from pyice_sql.spark.rowlevel.context import (
-    CARDINALITY_MARKER, RowLevelWrite, Written, acting, deleted_count, file_scoped_deletes, matched, new_row_counts,
-    observed, op_count,
+    CARDINALITY_MARKER, RowLevelWrite, Written, acting, deleted_count, file_scoped_deletes, matched, observed, op_count,
+    write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import write_data_files
 from pyice_sql.spark.write.delete_writer import write_position_deletes
@@ -42,18 +42,15 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
                                            F.lit(True).alias(OLD)))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
     delete_files = write_position_deletes(
-        w.spark, rows, {t.file.file_path: t.file for t in w.tasks}, w.write,
+        rows, {t.file.file_path: t.file for t in w.tasks}, w.write,
         lambda r, window: per_file(r, window, check, bool(folded)).observe(
             deletes, op_count(DELETE).alias("deleted")))
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
-    inserts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
-    new_rows = w.table_rows(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)).observe(
-        inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")))
-    data_files = write_data_files(new_rows, w.write, rebalance=True)
+    data_files, counted = write_new_rows(
+        w, lambda rows: write_data_files(w.table_rows(rows), w.write, rebalance=True))
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
-    counted = observed(inserts, lambda: new_row_counts(w.tagged)) if data_files else {}
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
 

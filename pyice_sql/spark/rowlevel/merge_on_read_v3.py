@@ -8,14 +8,12 @@ identity (spark/write/lineage_columns.py). Counts come from the DV write and a S
 """
 from __future__ import annotations
 
-import uuid
+from pyspark.sql import functions as F
 
-from pyspark.sql import Observation, functions as F
-
-from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.core.plan.nodes import DELETE
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS, ROW_ID
 from pyice_sql.spark.rowlevel.context import (
-    CARDINALITY_MARKER, RowLevelWrite, Written, acting, matched, new_row_counts, observed, op_count,
+    CARDINALITY_MARKER, RowLevelWrite, Written, acting, matched, write_new_rows,
 )
 from pyice_sql.spark.write.dv_writer import Changes, write_deletion_vectors
 from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
@@ -28,11 +26,8 @@ def write_merge_on_read_v3(w: RowLevelWrite) -> Written:
     changes = Changes(rows, F.col(OP) == DELETE, acting(),
                       f"{CARDINALITY_MARKER}: a target row matched more than one source row" if check else None)
     delete_files, replaced, deleted = write_deletion_vectors(w.spark, changes, list(w.tasks), w.write)
-    inserts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
-    new_rows = with_row_ids(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)).observe(
-        inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")), ROW_ID)
-    data_files = write_with_lineage(w.table_rows(new_rows), w.write)
-    counted = observed(inserts, lambda: new_row_counts(w.tagged)) if data_files else {}
+    data_files, counted = write_new_rows(
+        w, lambda rows: write_with_lineage(w.table_rows(with_row_ids(rows, ROW_ID)), w.write))
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0,
                    data_files=data_files, delete_files=delete_files, folded=replaced,
                    referenced=list(dict.fromkeys(d.referenced_data_file for d in delete_files)))

@@ -4,16 +4,18 @@ Each delete file holds the deleted positions of exactly one data file, sorted by
 and is recorded in that data file's spec and partition with `referenced_data_file` set, so
 every reader (Java, PyIceberg by its equal file_path bounds, DuckDB) scopes it to that one
 file. The `file_path` strings are the data file's manifest path, byte for byte. Rows are
-routed to their delete file by a small integer per target data file used as the output
-folder of a staging write, so the job needs no per-file driver work beyond naming the targets;
-each file then moves to Iceberg's place for it (its data file's partition folder, named
+routed to their delete file by the SHA-256 of that path, computed in the job and used as the
+output folder of a staging write: no table of targets is shipped to the executors (a broadcast
+costs a Spark job), and the driver maps each folder back to its data file by the same digest.
+Each file then moves to Iceberg's place for it (its data file's partition folder, named
 `<task>-0-<operation id>-<count>-deletes.parquet`, see write/locations.py).
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Callable
 
-from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec, functions as F
+from pyspark.sql import DataFrame, Window, WindowSpec, functions as F
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
@@ -21,7 +23,6 @@ from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
 from pyice_sql.core.format.locations import data_location, new_operation_id, partition_to_path
@@ -40,20 +41,21 @@ _TARGET = "target_file"
 PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
 
 
-def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dict[str, DataFile],
+def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile],
                            ctx: WriteContext, per_file: PerFile | None = None) -> list[DataFile]:
     """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
 
-    `targets` maps each data file path that may appear in `_file` to its DataFile, whose spec
-    and partition the delete file inherits; a target without rows gets no delete file.
+    `targets` maps data file paths to their DataFile, whose spec and partition the delete file
+    inherits; a target without rows gets no delete file, rows of a path not in `targets` are
+    dropped (staged, then discarded with the staging folder).
     `per_file`, when given, sees the rows once they are grouped by data file and sorted by
     position, with the window over one data file's rows in that order, and returns the rows to
     write (the caller's dedup, checks and counts ride in the same job as the write).
     """
     if not targets:
         return []
-    paths = sorted(targets)
-    rows = (deletes.join(F.broadcast(file_index(spark, paths)), "_file")
+    by_digest = {_path_digest(p): f for p, f in targets.items()}
+    rows = (deletes.withColumn(_TARGET, F.sha2(F.col("_file"), 256))
             .repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "_pos"))
     if per_file is not None:
         rows = per_file(rows, Window.partitionBy(_TARGET).orderBy("_pos"))
@@ -67,8 +69,8 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
     (rows.write.mode("error").options(**NO_SUCCESS_MARKER)
      .option("compression", "none" if codec == "uncompressed" else codec)
      .partitionBy(_TARGET).parquet(out_dir))
-    staged = [(path, footer, targets[paths[int(path.rsplit("/", 2)[-2].split("=", 1)[1])]])
-              for path, footer in written_files(ctx, out_dir)]
+    staged = [(path, footer, by_digest.get(_digest_of(path))) for path, footer in written_files(ctx, out_dir)]
+    staged = [s for s in staged if s[2] is not None]  # rows of a path not in `targets` are dropped
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
     finals = final_locations(ctx, [(path, _partition_path(ctx, specs.get(target.spec_id), target))
                                    for path, _, target in staged], operation_id, deletes=True)
@@ -83,9 +85,14 @@ def write_position_deletes(spark: SparkSession, deletes: DataFrame, targets: dic
     return out
 
 
-def file_index(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """`(target_file, _file)`: the ordinal of each path, as a JVM-side local relation."""
-    return values(spark, {_TARGET: "int", "_file": "string"}, list(enumerate(paths)))
+def _path_digest(path: str) -> str:
+    """Spark's `sha2(path, 256)`: the hex SHA-256 of the path's UTF-8 bytes."""
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()
+
+
+def _digest_of(staged_path: str) -> str:
+    """The `<digest>` of a staged file's `target_file=<digest>` folder."""
+    return staged_path.rsplit("/", 2)[-2].split("=", 1)[1]
 
 
 def _partition_path(ctx: WriteContext, spec: PartitionSpec | None, target: DataFile) -> str:
