@@ -57,3 +57,18 @@ def test_spread_keys_skip_the_source_key_pass(ice, spark, warehouse):
     _table(other, clustered=True)
     clustered_jobs, _ = _merge(other)
     assert spread_jobs < clustered_jobs, (spread_jobs, clustered_jobs)
+
+
+@pytest.mark.parametrize("far_keys,files_read", [(999, 1), (1096, 5)])
+def test_many_source_keys_narrow_by_their_range_never_by_some_of_them(ice, far_keys, files_read):
+    """Up to 1000 distinct keys prune by their exact values; with more, by their range [510, ...]
+    (files 500-999): never by an IN list of only some of the keys, which would skip the files
+    of the others and turn their updates into duplicate inserts."""
+    _table(ice, clustered=True)
+    far = [100_000 + k * 7919 for k in range(far_keys)]
+    src = ice.spark.createDataFrame([(510, "new")] + [(i, "ins") for i in far], "id bigint, v string")
+    result = ice.sql(MERGE, src=src).collect()[0]
+    assert (result.num_updated_rows, result.num_inserted_rows) == (1, far_keys)
+    assert len(ice.last_plan.tasks) == files_read, ice.last_plan.metrics
+    rows = {r.id: r.v for r in ice.sql("SELECT id, v FROM local.db.t").collect()}
+    assert rows == {i: "old" for i in range(1000)} | {510: "new"} | {i: "ins" for i in far}

@@ -172,28 +172,31 @@ class RowLevelExecutor:
         return self.session.query_frame(source)
 
     def _with_source_keys(self, plan: RowLevelPlan, table: Table, source: DataFrame) -> RowLevelPlan:
-        """Narrow the target scan to the source's key values (few) or key range (many)."""
+        """Narrow the target scan to the source's key values (few) or key range (many).
+
+        One query per key column collects up to MAX_SOURCE_KEY_VALUES + 1 distinct keys (exact:
+        a column with more gets the range, never a partial IN list); only the columns with more
+        keys need a second query, for their min and max. (A large source pays a distinct
+        aggregate of its keys; pruning is only tried when the target's files can be told apart.)"""
         schema = table.metadata.schema()
-        aggs = []
-        for i, (_, s_col) in enumerate(plan.source_key_columns):
+        keys: dict[str, list] = {}
+        for t_col, s_col in plan.source_key_columns:
             c = F.col(quote(s_col))
-            aggs += [F.min(c).alias(f"min{i}"), F.max(c).alias(f"max{i}"),
-                     F.approx_count_distinct(c).alias(f"n{i}")]
-        stats = source.agg(*aggs).collect()[0]
+            keys[t_col] = [r[0] for r in source.select(c).where(c.isNotNull()).distinct()
+                           .limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
+        many = [(t, s) for t, s in plan.source_key_columns if len(keys[t]) > MAX_SOURCE_KEY_VALUES]
+        bounds = source.agg(*[f(F.col(quote(s))) for _, s in many for f in (F.min, F.max)]).first() if many else ()
+        ranges = {t: (bounds[2 * i], bounds[2 * i + 1]) for i, (t, _) in enumerate(many)}
         extra: Expression = AlwaysTrue()
-        for i, (t_col, s_col) in enumerate(plan.source_key_columns):
+        for t_col, _ in plan.source_key_columns:
             field = schema.find_field(t_col)
-            lo, hi, n = stats[f"min{i}"], stats[f"max{i}"], stats[f"n{i}"]
             try:
-                if lo is None:  # no non-null key: `=` can match nothing
-                    pred: Expression = in_(field.name, [])
-                elif n <= MAX_SOURCE_KEY_VALUES:
-                    values = [r[0] for r in source.select(quote(s_col)).where(F.col(quote(s_col)).isNotNull())
-                              .distinct().limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
-                    pred = in_(field.name, [to_internal(field.type, v) for v in values])
-                else:
-                    pred = And(gt_eq(field.name, to_internal(field.type, lo)),
-                               lt_eq(field.name, to_internal(field.type, hi)))
+                if t_col in ranges:
+                    lo, hi = ranges[t_col]
+                    pred: Expression = And(gt_eq(field.name, to_internal(field.type, lo)),
+                                           lt_eq(field.name, to_internal(field.type, hi)))
+                else:  # no non-null key gives an empty list: `=` can match nothing
+                    pred = in_(field.name, [to_internal(field.type, v) for v in keys[t_col]])
             except (ValueError, TypeError):
                 continue  # key type differs from the target column's: no pruning from it
             extra = And(extra, pred)
