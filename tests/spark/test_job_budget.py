@@ -18,11 +18,11 @@ pytestmark = pytest.mark.spark
 # MoR 15 / 7 / 7, CoW 17 / 8 / 8 (the MERGE here runs the source-key pass: its two files are
 # disjoint key ranges).
 BUDGET = {
-    ("merge-on-read", "MERGE"): 10, ("merge-on-read", "UPDATE"): 6, ("merge-on-read", "DELETE"): 3,
+    ("merge-on-read", "MERGE"): 9, ("merge-on-read", "UPDATE"): 5, ("merge-on-read", "DELETE"): 3,
     ("copy-on-write", "MERGE"): 13, ("copy-on-write", "UPDATE"): 8, ("copy-on-write", "DELETE"): 8,
 }
 # Format v3 merge-on-read (deletion vectors; updated rows keep their _row_id); was 12 / 6 / 6
-BUDGET_V3 = {"MERGE": 10, "UPDATE": 6, "DELETE": 3}
+BUDGET_V3 = {"MERGE": 9, "UPDATE": 5, "DELETE": 3}
 
 STATEMENTS = {
     "MERGE": "MERGE INTO local.db.t t USING src s ON t.id = s.id "

@@ -75,14 +75,38 @@ def writes_rows(plan: RowLevelPlan) -> bool:
     return any(i.operation in (UPDATE, INSERT) for i in plan.instructions)
 
 
-def write_new_rows(w: RowLevelWrite, write: Callable[[DataFrame], list[DataFile]]) -> tuple[list[DataFile], dict]:
-    """Merge-on-read: `write` the updated and inserted rows as data files; with their counts,
-    observed in the same job (none of either when the statement cannot produce rows)."""
+# Above this many tagged rows the new rows are written by parallel tasks however few they are
+# (one task would have to read every tagged row).
+ONE_TASK_TAGGED_ROWS = 500_000
+
+
+def counting_new_rows(w: RowLevelWrite) -> tuple[DataFrame, Observation]:
+    """The tagged rows, observed: the delete write that reads them counts the rows to update and
+    to insert, so the new-row write knows its size before it runs (see `write_new_rows`)."""
+    counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")
+    return w.tagged.observe(counts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted"),
+                            F.count(F.lit(1)).alias("tagged")), counts
+
+
+def write_new_rows(w: RowLevelWrite, write: Callable[[DataFrame, int | None], list[DataFile]],
+                   counts: Observation | None = None) -> tuple[list[DataFile], dict]:
+    """Merge-on-read: `write(rows, known_rows)` the updated and inserted rows as data files; with
+    their counts (none of either when the statement cannot produce rows).
+
+    The counts come from `counts` (`counting_new_rows`, observed by the delete write) when that
+    ran: no data write at all when they are 0, and `known_rows` when the tagged rows are few
+    enough for one task. Otherwise they are observed by this write itself."""
     if not w.writes_rows:
         return [], {}
+    rows = w.tagged.where(F.col(OP).isin(UPDATE, INSERT))
+    counted = observed(counts, dict) if counts is not None else {}
+    if counted:
+        new = (counted["updated"] or 0) + (counted["inserted"] or 0)
+        one_task = (counted["tagged"] or 0) <= ONE_TASK_TAGGED_ROWS
+        return (write(rows, new if one_task else None) if new else []), counted
     inserts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
-    data_files = write(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)).observe(
-        inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")))
+    data_files = write(rows.observe(inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")),
+                       None)
     return data_files, observed(inserts, lambda: new_row_counts(w.tagged)) if data_files else {}
 
 

@@ -19,8 +19,8 @@ from pyice_sql.core.plan.nodes import DELETE
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
 from pyice_sql.spark.rowlevel.context import (
-    CARDINALITY_MARKER, RowLevelWrite, Written, acting, deleted_count, file_scoped_deletes, matched, observed, op_count,
-    write_new_rows,
+    CARDINALITY_MARKER, RowLevelWrite, Written, acting, counting_new_rows, deleted_count, file_scoped_deletes,
+    matched, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import write_data_files
 from pyice_sql.spark.write.delete_writer import write_position_deletes
@@ -31,7 +31,8 @@ _KEEP = "__keep"
 
 def write_merge_on_read(w: RowLevelWrite) -> Written:
     check = w.checks_cardinality
-    rows = w.tagged.where(acting() | matched(w.plan) if check else acting()).select(
+    tagged, counts = counting_new_rows(w)
+    rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP),
         F.lit(False).alias(OLD))
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
@@ -49,7 +50,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
     data_files, counted = write_new_rows(
-        w, lambda rows: write_data_files(w.table_rows(rows), w.write, rebalance=True))
+        w, lambda rows, n: write_data_files(w.table_rows(rows), w.write, rebalance=True, known_rows=n), counts)
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyice_sql.core.plan.nodes import DELETE
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS, ROW_ID
 from pyice_sql.spark.rowlevel.context import (
-    CARDINALITY_MARKER, RowLevelWrite, Written, acting, matched, write_new_rows,
+    CARDINALITY_MARKER, RowLevelWrite, Written, acting, counting_new_rows, matched, write_new_rows,
 )
 from pyice_sql.spark.write.dv_writer import Changes, write_deletion_vectors
 from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
@@ -21,13 +21,14 @@ from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_linea
 
 def write_merge_on_read_v3(w: RowLevelWrite) -> Written:
     check = w.checks_cardinality
-    rows = w.tagged.where(acting() | matched(w.plan) if check else acting()).select(
+    tagged, counts = counting_new_rows(w)
+    rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP))
     changes = Changes(rows, F.col(OP) == DELETE, acting(),
                       f"{CARDINALITY_MARKER}: a target row matched more than one source row" if check else None)
     delete_files, replaced, deleted = write_deletion_vectors(w.spark, changes, list(w.tasks), w.write)
     data_files, counted = write_new_rows(
-        w, lambda rows: write_with_lineage(w.table_rows(with_row_ids(rows, ROW_ID)), w.write))
+        w, lambda rows, n: write_with_lineage(w.table_rows(with_row_ids(rows, ROW_ID)), w.write, known_rows=n), counts)
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0,
                    data_files=data_files, delete_files=delete_files, folded=replaced,
                    referenced=list(dict.fromkeys(d.referenced_data_file for d in delete_files)))

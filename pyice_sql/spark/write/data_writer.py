@@ -233,13 +233,16 @@ NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"
 
 
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
-                     rebalance: bool = False) -> list[DataFile]:
+                     rebalance: bool = False, known_rows: int | None = None) -> list[DataFile]:
     """Write `df` (columns named as the table's) into new data files and describe them.
 
     `rebalance` (row-level writes, whose rows come scattered over a join's shuffle partitions):
     let adaptive execution regroup an unpartitioned table's rows into advisory-size tasks, so a
     MERGE touching a few rows writes one file, not one per shuffle partition (partitioned tables
     are clustered by partition below, which coalesces the same way).
+    `known_rows`: the rows `df` holds, when the caller counted them already (cheaply, upstream);
+    at most one file's worth is then written by one task without a shuffle (one Spark job fewer,
+    and the same files: one per partition, sorted).
     """
     schema, spec = ctx.schema, ctx.spec
     with_ids = not schema.has_list_or_map()
@@ -247,15 +250,16 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     folders = partition_folder_sql(spec, schema)
     for name, text_sql, _ in folders:
         out = out.withColumn(name, F.expr(text_sql))
-    out = _distribute_and_sort(out, ctx, [F.col(quote(n)) for n, _, _ in folders], rebalance)
+    target = int(ctx.properties.get(props.WRITE_TARGET_FILE_SIZE_BYTES, props.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT))
+    max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
+    out = _distribute_and_sort(out, ctx, [F.col(quote(n)) for n, _, _ in folders], rebalance,
+                               one_task=known_rows is not None and known_rows <= max_records)
     nan_columns = _float_leaves(schema)
     observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
     if observation is not None:
         out = out.observe(observation, *[
             F.sum(F.when(F.isnan(F.col(".".join(quote(p) for p in path))), 1).otherwise(0)).alias(str(fid))
             for fid, path in nan_columns.items()])
-    target = int(ctx.properties.get(props.WRITE_TARGET_FILE_SIZE_BYTES, props.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT))
-    max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
     codec = ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
@@ -272,13 +276,17 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     return described
 
 
-def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column], rebalance: bool) -> DataFrame:
+def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column], rebalance: bool,
+                         one_task: bool = False) -> DataFrame:
     """Rows to tasks by `write.distribution-mode` (`hash`: by partition, the default for a
-    partitioned table; `range`: by partition and sort order; `none`: as they come), then each task
-    sorts its rows by partition and the table's sort order, so every file is sorted by it."""
+    partitioned table; `range`: by partition and sort order; `none`: as they come), or all to
+    one task (`one_task`: every mode's layout for rows that fit one file), then each task sorts
+    its rows by partition and the table's sort order, so every file is sorted by it."""
     keys = [_sort_key(f, ctx.schema) for f in ctx.sort_order.fields]
     mode = ctx.properties.get(props.WRITE_DISTRIBUTION_MODE, "").lower()
-    if mode == "range" and (folders or keys):
+    if one_task:
+        out = out.coalesce(1)
+    elif mode == "range" and (folders or keys):
         out = out.repartitionByRange(*folders, *keys)
     elif folders and mode != "none":
         out = out.repartition(*folders)

@@ -34,11 +34,13 @@ def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
         LAST_UPDATED_SEQUENCE_NUMBER.name, F.lit(None).cast("long"))
 
 
-def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True) -> list[DataFile]:
+def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True,
+                       known_rows: int | None = None) -> list[DataFile]:
     """Write `rows` (the table's columns plus the two lineage columns) as data files
-    (`rebalance` as `write_data_files`; row-level writes want it, a compaction has its own layout)."""
+    (`rebalance` and `known_rows` as `write_data_files`; row-level writes want a rebalance, a
+    compaction has its own layout)."""
     schema = Schema(ctx.schema.fields + LINEAGE_FIELDS, ctx.schema.schema_id, ctx.schema.identifier_field_ids)
-    files = write_data_files(rows, replace(ctx, schema=schema), rebalance=rebalance)
+    files = write_data_files(rows, replace(ctx, schema=schema), rebalance=rebalance, known_rows=known_rows)
     return [replace(f, **{name: _without_lineage(getattr(f, name)) for name in (
         "column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")})
         for f in files]
