@@ -93,9 +93,11 @@ def write_new_rows(w: RowLevelWrite, write: Callable[[DataFrame, int | None], li
     """Merge-on-read: `write(rows, known_rows)` the updated and inserted rows as data files; with
     their counts (none of either when the statement cannot produce rows).
 
-    The counts come from `counts` (`counting_new_rows`, observed by the delete write) when that
-    ran: no data write at all when they are 0, and `known_rows` when the tagged rows are few
-    enough for one task. Otherwise they are observed by this write itself."""
+    The counts come from `counts` (`counting_new_rows`, observed by the delete write) when the
+    caller passes it, only once that write wrote files: an Observation whose plan Spark did not
+    run, or proved empty, never reports, and reading it would wait forever. Then there is no
+    data write at all when they are 0, and `known_rows` when the tagged rows are few enough for
+    one task. Otherwise they are observed by this write itself."""
     if not w.writes_rows:
         return [], {}
     rows = w.tagged.where(F.col(OP).isin(UPDATE, INSERT))

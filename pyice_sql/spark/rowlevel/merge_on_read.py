@@ -50,7 +50,8 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
     data_files, counted = write_new_rows(
-        w, lambda rows, n: write_data_files(w.table_rows(rows), w.write, rebalance=True, known_rows=n), counts)
+        w, lambda rows, n: write_data_files(w.table_rows(rows), w.write, rebalance=True, known_rows=n),
+        counts if delete_files else None)
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
