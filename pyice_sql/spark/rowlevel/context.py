@@ -34,6 +34,9 @@ class RowLevelWrite:
     tasks: tuple[FileScanTask, ...]  # the target files read (their rows are in `tagged`)
     write: WriteContext
     table_rows: Callable[[DataFrame], DataFrame]  # tagged rows -> the table's columns, NOT NULL checked
+    # copy-on-write by predicate (UPDATE / DELETE): the rows of the files to rewrite -> the rows to
+    # write back (copies and updated rows); None: rewrite by joining with the changed rows
+    rewrite_rows: Callable[[DataFrame], DataFrame] | None = None
 
     @property
     def by_path(self) -> dict[str, FileScanTask]:

@@ -4,6 +4,12 @@ One aggregate over the tagged rows names the files to rewrite and gives the resu
 counts (each changed position once) and whether some target row is in two matched pairs (the
 MERGE cardinality check); then one write job copies the untouched rows of those files next to
 the updated and inserted ones.
+
+An UPDATE or DELETE whose condition can be evaluated twice (`RowLevelWrite.rewrite_rows`, see
+dml.py) rewrites by predicate: the aggregate scans the target without caching the tagged rows,
+and the write reads the files to rewrite once more and applies the statement to them (DELETE
+keeps the rows its condition does not hold for, UPDATE assigns where it holds). There is no
+join of the copies with the changed rows, and no cache of them to build and broadcast.
 """
 from __future__ import annotations
 
@@ -24,8 +30,8 @@ class CardinalityViolation(Exception):
     """Some target row is in more than one matched pair (the executor names them)."""
 
 
-# writes the rewritten files: (write, files to rewrite, their changed (_file, _pos)) -> new data files
-Rewrite = Callable[[RowLevelWrite, list[FileScanTask], DataFrame], list[DataFile]]
+# writes the rewritten files: (write, files to rewrite) -> new data files
+Rewrite = Callable[[RowLevelWrite, list[FileScanTask]], list[DataFile]]
 
 
 def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Written:
@@ -38,14 +44,21 @@ def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Wri
         return out
     by_path = w.by_path
     out.rewritten = [by_path[r["f"]] for r in per_file if r["f"] is not None and r["updated"] + r["deleted"] > 0]
-    changed = w.tagged.where(acting()).select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
-    out.data_files = (rewrite or _rewrite)(w, out.rewritten, changed)
+    out.data_files = (rewrite or _rewrite)(w, out.rewritten)
     return out
 
 
-def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask], changed: DataFrame) -> list[DataFile]:
+def changed_rows(w: RowLevelWrite) -> DataFrame:
+    """The (`_file`, `_pos`) of every target row an action changed: not copied by the rewrite."""
+    return w.tagged.where(acting()).select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
+
+
+def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
+    if w.rewrite_rows is not None:
+        rows = w.rewrite_rows(read_tasks(w.spark, w.schema, rewritten))
+        return write_data_files(w.table_rows(rows), w.write, rebalance=True)
     copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)
-              .join(changed, ["_file", "_pos"], "left_anti")
+              .join(changed_rows(w), ["_file", "_pos"], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields]))
     new_rows = w.table_rows(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)))
     return write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)

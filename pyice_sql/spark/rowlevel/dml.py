@@ -5,10 +5,12 @@ Flow (see plan/nodes.py for the plan itself):
      NOT MATCHED BY SOURCE clause, narrow the target scan with the source keys' values/range.
   2. Plan the target scan with the pruning filter; DELETE drops files that the WHERE clause
      covers entirely (strict projection) in metadata only, without reading them.
-  3. Run MergeRows (one SQL query over views) and persist the tagged rows; check cardinality.
+  3. Run MergeRows (one SQL query over views) and persist the tagged rows when two passes read
+     them; check cardinality.
   4. Write: merge-on-read writes one position-delete file per touched data file plus new data
      files for updated/inserted rows; copy-on-write rewrites exactly the files holding rows an
-     action changed (their other rows copied) plus the inserted rows.
+     action changed (their other rows copied) plus the inserted rows, by predicate for an
+     UPDATE / DELETE that can be evaluated twice (`_rewrites_by_predicate`).
   5. Commit one snapshot with Iceberg's conflict validation; on failure delete what we wrote.
 A statement that changes nothing commits nothing. The result is one row of metrics.
 """
@@ -27,7 +29,7 @@ from pyice_sql.core.commit.operations import row_delta
 from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadata
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
-    FILE, KEY_PREFIX, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, tagged_select, value_name,
+    FILE, KEY_PREFIX, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, rewrite_select, tagged_select, value_name,
     value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
@@ -44,7 +46,7 @@ from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.spark.connect_backend import analyzed_deterministic
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
-from pyice_sql.spark.read.reader import read_tasks
+from pyice_sql.spark.read.reader import METADATA_COLUMNS, read_tasks
 from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
@@ -60,6 +62,7 @@ from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote
 
 MAX_SOURCE_KEY_VALUES = 1000
+_METADATA_NAMES = frozenset(n.lower() for n in METADATA_COLUMNS + LINEAGE_COLUMNS)
 _views = itertools.count()
 
 
@@ -226,13 +229,16 @@ class RowLevelExecutor:
         plan = self._read_pyice_tables_from_views(plan)
         stored = self._store_assignment(plan, schema, target_view, source_view)
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids))
-        if plan.mode != "merge-on-read" or writes_rows(plan):  # read by two passes: cached, scanned once
-            tagged = tagged.persist()
+        by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
+        if writes_rows(plan) if plan.mode == "merge-on-read" else not by_predicate:
+            tagged = tagged.persist()  # read by two passes: cached, scanned once
             self._persisted.append(tagged)
         lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
                           lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],
-                                                                           *lineage)))
+                                                                           *lineage)),
+                          (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
+                          if by_predicate else None)
         write_mode = ({False: write_copy_on_write, True: write_copy_on_write_v3} if plan.mode != "merge-on-read"
                       else {False: write_merge_on_read, True: write_merge_on_read_v3})[v3]
         written: list[DataFile] = []
@@ -352,6 +358,21 @@ class RowLevelExecutor:
             f"MERGE into {table.full_name}: {total} target row(s) matched more than one source row, so the "
             f"WHEN MATCHED clauses would be ambiguous. Examples: {examples}. "
             "Deduplicate the source on the join keys (e.g. keep the latest row per key).")
+
+
+def _rewrites_by_predicate(plan: RowLevelPlan, tagged: DataFrame) -> bool:
+    """Whether copy-on-write may rewrite by predicate (copy_on_write.py): an UPDATE or DELETE whose
+    condition and values give the same answer when evaluated again over the files being rewritten.
+    So: deterministic, no subquery (IN / EXISTS under the rewrite's NOT and COALESCE would lean on
+    Spark's existence-join rewrite), and no metadata column (`_file`, `_pos`, `_row_id`, ...: the
+    rewrite reads the table's columns only). Any other statement joins with the changed rows."""
+    exprs = [e for e in (plan.where, plan.on) if e is not None]
+    exprs += [e for i in plan.instructions for e in (i.condition, *i.values.values()) if e is not None]
+    if plan.source is not None or any(e.find(exp.Select) for e in exprs):
+        return False
+    if any(c.name.lower() in _METADATA_NAMES for e in exprs for c in e.find_all(exp.Column)):
+        return False
+    return analyzed_deterministic(tagged)
 
 
 def _qualifiers(plan: RowLevelPlan) -> list[tuple[str, ...]]:

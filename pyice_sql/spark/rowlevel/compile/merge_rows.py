@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from pyice_sql.core.model.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.nodes import INSERT, MATCHED, NOT_MATCHED, UPDATE, RowLevelPlan
 from pyice_sql.core.sql.dialect import quote_identifier as _q
@@ -104,3 +105,27 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
         value = f"CASE {' '.join(whens)} ELSE {current if later_writes else 'NULL'} END" if whens else current
         cols.append(f"{value} AS {_q(f.name)}")
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)}"
+
+
+def rewrite_select(plan: RowLevelPlan, schema: Schema, view: str, stored: dict[tuple[int, str], str],
+                   lineage: bool = False) -> str:
+    """Copy-on-write by predicate (UPDATE / DELETE): the rows to write back for the rows of the
+    files being rewritten (`view`), the statement's condition evaluated again in place of a join
+    with the changed rows. DELETE keeps the rows it does not hold for; UPDATE stores the new value
+    where it holds and keeps every other row as it is. With `lineage` the view also has
+    `_row_id` and `_last_updated_sequence_number`: both are kept, except that an updated row's
+    sequence number becomes null (it reads the commit's)."""
+    t = _q(plan.target_alias)
+    ins, = plan.instructions
+    tests = [_sql(e) for e in (plan.where, ins.condition) if e is not None]
+    holds = f"COALESCE({' AND '.join(f'({c})' for c in tests)}, FALSE)" if tests else "TRUE"
+    source = f"FROM {_q(view)} AS {t}"
+    names = [f.name for f in schema.fields] + (list(LINEAGE_COLUMNS) if lineage else [])
+    if ins.operation != UPDATE:
+        return f"SELECT {', '.join(f'{t}.{_q(n)}' for n in names)} {source} WHERE NOT {holds}"
+    new = {n: stored[(0, n)] for n in ins.values}
+    if lineage:
+        new[LAST_UPDATED_SEQUENCE_NUMBER.name] = "CAST(NULL AS BIGINT)"
+    cols = [f"CASE WHEN {holds} THEN {new[n]} ELSE {t}.{_q(n)} END AS {_q(n)}" if n in new else f"{t}.{_q(n)}"
+            for n in names]
+    return f"SELECT {', '.join(cols)} {source}"
