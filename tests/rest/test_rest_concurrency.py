@@ -37,7 +37,10 @@ PROPS = ("'write.merge.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-
          "'write.update.mode' = 'copy-on-write', 'commit.retry.num-retries' = '20', "
          "'commit.retry.min-wait-ms' = '50'")
 JAVA_TABLE = "rest.db.race"
-JAVA_CONFLICT = ("ValidationException", "CommitFailedException", "Found conflicting", "Cannot commit")
+# Java's conflict errors. "concurrently modified": a copy-on-write UPDATE whose runtime file filter
+# reloads the table (REST, no catalog caching) and finds a newer snapshot fails before it writes.
+JAVA_CONFLICT = ("ValidationException", "CommitFailedException", "Found conflicting", "Cannot commit",
+                 "the table has been concurrently modified")
 
 
 def java_plan(w: int, n: int, seed: int) -> list[tuple[str, dict]]:
