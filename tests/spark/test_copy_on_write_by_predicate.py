@@ -53,15 +53,15 @@ def test_rows_with_a_null_condition_stay_and_only_matching_files_are_rewritten(
 def test_v3_rewrite_keeps_row_lineage(ice):
     _table(ice, 3)  # row ids 0-2 (sequence number 1), 3-4 (sequence number 2)
     ice.sql("UPDATE local.db.t SET v = 'u' WHERE id = 2")  # sequence number 3
-    ice.sql("DELETE FROM local.db.t WHERE id = 5")  # sequence number 4: file 2 rewritten, id 4 copied
+    ice.sql("DELETE FROM local.db.t WHERE id = 5")  # sequence number 4: file B rewritten, id 4 copied
     got = sorted(tuple(r) for r in ice.sql(
         "SELECT id, v, _row_id, _last_updated_sequence_number FROM local.db.t").collect())
     assert got == [(1, "a", 0, 1), (2, "u", 1, 3), (3, None, 2, 1), (4, "a", 3, 2)]
 
 
 @pytest.mark.parametrize("statement,expected", [
-    # a subquery, a non-deterministic condition (always true here) and a metadata column: these
-    # are rewritten by joining with the changed rows instead
+    # a subquery, a non-deterministic value (`rand() < 2` is always true) and a metadata column:
+    # these are rewritten by joining with the changed rows instead
     ("DELETE FROM local.db.t WHERE id IN (SELECT id FROM VALUES (2), (4) AS s(id))",
      [(1, "a"), (3, None), (5, None)]),
     ("UPDATE local.db.t SET v = CAST(rand() < 2 AS STRING) WHERE id = 5",
