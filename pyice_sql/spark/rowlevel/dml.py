@@ -230,8 +230,11 @@ class RowLevelExecutor:
         stored = self._store_assignment(plan, schema, target_view, source_view)
         tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids))
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
-        if writes_rows(plan) if plan.mode == "merge-on-read" else not by_predicate:
-            tagged = tagged.persist()  # read by two passes: cached, scanned once
+        # cached when two passes read the tagged rows: merge-on-read's delete and data writes, or
+        # copy-on-write's aggregate and its rewrite by join
+        two_passes = writes_rows(plan) if plan.mode == "merge-on-read" else not by_predicate
+        if two_passes:
+            tagged = tagged.persist()
             self._persisted.append(tagged)
         lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
@@ -296,9 +299,7 @@ class RowLevelExecutor:
         """Subqueries anywhere in the statement (WHERE, ON, clause conditions, SET and INSERT
         values) may read pyice tables, the target included: Spark cannot resolve those names,
         so each table is scanned once into a temp view and every reference points at it."""
-        exprs = [e for e in (plan.where, plan.on) if e is not None]
-        exprs += [e for i in plan.instructions for e in (i.condition, *i.values.values()) if e is not None]
-        refs = dict.fromkeys(ref for e in exprs for ref in st.tables_read(e))
+        refs = dict.fromkeys(ref for e in _user_expressions(plan) for ref in st.tables_read(e))
         if not refs:
             return plan
         views = {ref: self._view(self.session.scan_ref(ref)) for ref in refs}
@@ -366,13 +367,20 @@ def _rewrites_by_predicate(plan: RowLevelPlan, tagged: DataFrame) -> bool:
     So: deterministic, no subquery (IN / EXISTS under the rewrite's NOT and COALESCE would lean on
     Spark's existence-join rewrite), and no metadata column (`_file`, `_pos`, `_row_id`, ...: the
     rewrite reads the table's columns only). Any other statement joins with the changed rows."""
-    exprs = [e for e in (plan.where, plan.on) if e is not None]
-    exprs += [e for i in plan.instructions for e in (i.condition, *i.values.values()) if e is not None]
-    if plan.source is not None or any(e.find(exp.Select) for e in exprs):
+    if plan.source is not None:
+        return False
+    exprs = _user_expressions(plan)
+    if any(e.find(exp.Select) for e in exprs):
         return False
     if any(c.name.lower() in _METADATA_NAMES for e in exprs for c in e.find_all(exp.Column)):
         return False
     return analyzed_deterministic(tagged)
+
+
+def _user_expressions(plan: RowLevelPlan) -> list[exp.Expression]:
+    """Every expression the user wrote: WHERE, ON, clause conditions, SET and INSERT values."""
+    exprs = [e for e in (plan.where, plan.on) if e is not None]
+    return exprs + [e for i in plan.instructions for e in (i.condition, *i.values.values()) if e is not None]
 
 
 def _qualifiers(plan: RowLevelPlan) -> list[tuple[str, ...]]:
