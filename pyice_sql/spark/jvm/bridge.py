@@ -331,6 +331,13 @@ class ShimHandle:
         `pyice_dv_serialize(positions)` (the deletion-vector-v1 codec, DeletionVectors.java) in this session."""
         self._call("DeletionVectors", "register", self._spark._jsparkSession)
 
+    # -- position deletes in the scan tasks ------------------------------------------------------------------
+    def live_rows(self, spec: str, path: Any, pos: Any) -> Any:
+        """The JVM Column of PositionDeleteFilter.liveRows over the JVM columns `path` and `pos` (see
+        position_filter.py for `spec`), or None when two planned files' keys collide."""
+        return self._call("PositionDeleteFilter", "liveRows", self._spark._jsparkSession, spec, self._conf(),
+                          path, pos)
+
     # -- files ----------------------------------------------------------------------------------------------
     def write_new(self, path: str, data: bytes) -> bool:
         """Create `path` with `data`; False if it already exists (never overwrites)."""

@@ -2,9 +2,11 @@
 
 Spark reads the Parquet files itself, matching columns by Iceberg field id (so renamed,
 dropped and re-added columns read right; tables written without ids are read by name).
-Position deletes are read as a DataFrame and removed with a broadcast left-anti join on (file,
-row position); equality deletes with a left-anti join on their columns (null-safe), limited to
-older data in the same partition. Row identity comes from Spark's hidden `_metadata` column:
+Position deletes and deletion vectors are applied in the scan tasks by the JVM shim's per-file
+filter (`position_filter`); where the shim is absent (Spark Connect) they are read as a
+DataFrame and removed with a broadcast left-anti join on (file, row position). Equality deletes
+are removed with a left-anti join on their columns (null-safe), limited to older data in the
+same partition. Row identity comes from Spark's hidden `_metadata` column:
 `file_path` (a URI, percent-encoded) and `row_index`. The rows keep Spark's raw `file_path`:
 each planned file's Spark spelling is computed once on the driver (`spark_paths`), and the small
 per-file tables (delete rows' targets, `_file` and partition of each file) are keyed by it.
@@ -26,6 +28,7 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.local_relation import local_rows
+from pyice_sql.spark.read.position_filter import live_rows
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
 from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
@@ -137,6 +140,10 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     data = functools.reduce(DataFrame.union, frames)
     if not with_metadata and not deletes:
         return data
+    pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
+    live = live_rows(spark, tasks, spellings, F.col(_SPARK_PATH), F.col(POS_COL)) if pos_deletes else None
+    if live is not None:
+        data, pos_deletes = data.where(live), []
     eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
     # the per-file table: joined when rows need their file's facts; position deletes then match
     # rows by its `__path_key`, so they need no table of their own
@@ -150,7 +157,6 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
                           T.StructField(PARTITION_COL, T.StringType()), T.StructField(SEQ_COL, T.LongType()),
                           T.StructField(FIRST_ROW_ID_COL, T.LongType())]))
         data = data.join(F.broadcast(files), _SPARK_PATH)
-    pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
     if pos_deletes:
         data = _apply_position_deletes(spark, data, pos_deletes, spellings, keyed)
     if eq_deletes:
