@@ -332,11 +332,15 @@ class ShimHandle:
         self._call("DeletionVectors", "register", self._spark._jsparkSession)
 
     # -- position deletes in the scan tasks ------------------------------------------------------------------
+    def file_keys(self, spellings: str) -> str | None:
+        """PositionDeleteFilter.fileKeys: the 64-bit keys of the U+0000-separated paths, comma-separated,
+        or None when two collide (see read/file_keys.py)."""
+        return self._call("PositionDeleteFilter", "fileKeys", self._spark._jsparkSession, spellings)
+
     def live_rows(self, spec: str, path: Any, pos: Any) -> Any:
         """The JVM Column of PositionDeleteFilter.liveRows over the JVM columns `path` and `pos` (see
-        position_filter.py for `spec`), or None when two planned files' keys collide."""
-        return self._call("PositionDeleteFilter", "liveRows", self._spark._jsparkSession, spec, self._conf(),
-                          path, pos)
+        read/file_keys.py for `spec`)."""
+        return self._call("PositionDeleteFilter", "liveRows", spec, self._conf(), path, pos)
 
     # -- files ----------------------------------------------------------------------------------------------
     def write_new(self, path: str, data: bytes) -> bool:

@@ -3,7 +3,7 @@
 Spark reads the Parquet files itself, matching columns by Iceberg field id (so renamed,
 dropped and re-added columns read right; tables written without ids are read by name).
 Position deletes and deletion vectors are applied in the scan tasks by the JVM shim's per-file
-filter (`position_filter`); where the shim is absent (Spark Connect) they are read as a
+filter (`file_keys`); where the shim is absent (Spark Connect) they are read as a
 DataFrame and removed with a broadcast left-anti join on (file, row position). Equality deletes
 are removed with a left-anti join on their columns (null-safe), limited to older data in the
 same partition. Row identity comes from Spark's hidden `_metadata` column:
@@ -28,7 +28,7 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.local_relation import local_rows
-from pyice_sql.spark.read.position_filter import live_rows
+from pyice_sql.spark.read.file_keys import file_key, file_keys, live_rows
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
 from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
@@ -39,6 +39,7 @@ DELETE_FILE_PATH = T.StructField("file_path", T.StringType(), False, {FIELD_ID_K
 DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545})
 _KEY = "__path_key"
 _SPARK_PATH = "__spark_path"  # `_metadata.file_path` as Spark reports it
+_FILE_KEY = "__file_key"  # its 64-bit key (file_keys.py)
 # Position deletes are broadcast to the scan tasks while their estimated size stays below this;
 # beyond it Spark picks the join (a shuffle of the scan).
 _BROADCAST_DELETES_BYTES = 256 << 20
@@ -141,13 +142,16 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     if not with_metadata and not deletes:
         return data
     pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
-    live = live_rows(spark, tasks, spellings, F.col(_SPARK_PATH), F.col(POS_COL)) if pos_deletes else None
+    eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
+    # the per-file table: joined when rows need their file's facts (on the 64-bit file key when the
+    # shim finds the scan's keys distinct, else on the path); a position-delete join then matches
+    # rows by its `__path_key`, so it needs no table of its own
+    keyed = with_metadata or bool(eq_deletes)
+    keys = file_keys(spark, [spellings[t.file.file_path] for t in tasks]) if keyed or pos_deletes else None
+    hashed = keys is not None
+    live = live_rows(spark, tasks, keys, F.col(_SPARK_PATH), F.col(POS_COL)) if pos_deletes and hashed else None
     if live is not None:
         data, pos_deletes = data.where(live), []
-    eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
-    # the per-file table: joined when rows need their file's facts; position deletes then match
-    # rows by its `__path_key`, so they need no table of their own
-    keyed = with_metadata or bool(eq_deletes)
     if keyed:
         files = local_rows(
             spark, [(spellings[t.file.file_path], t.file.file_path, local_key(t.file.file_path), t.file.spec_id,
@@ -156,7 +160,12 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
                           T.StructField(_KEY, T.StringType()), T.StructField(SPEC_COL, T.IntegerType()),
                           T.StructField(PARTITION_COL, T.StringType()), T.StructField(SEQ_COL, T.LongType()),
                           T.StructField(FIRST_ROW_ID_COL, T.LongType())]))
-        data = data.join(F.broadcast(files), _SPARK_PATH)
+        if hashed:
+            files = files.select(file_key(F.col(_SPARK_PATH)).alias(_FILE_KEY), FILE_COL, _KEY, SPEC_COL,
+                                 PARTITION_COL, SEQ_COL, FIRST_ROW_ID_COL)
+            data = data.withColumn(_FILE_KEY, file_key(F.col(_SPARK_PATH))).join(F.broadcast(files), _FILE_KEY)
+        else:
+            data = data.join(F.broadcast(files), _SPARK_PATH)
     if pos_deletes:
         data = _apply_position_deletes(spark, data, pos_deletes, spellings, keyed)
     if eq_deletes:

@@ -36,7 +36,7 @@ import org.apache.spark.sql.types.StructType;
  * no join probed with a long path string per row.
  *
  * <p>The filter is a Spark SQL UDF over {@code (xxhash64(_metadata.file_path), _metadata.row_index)}, true for a
- * live row: Spark computes the 64-bit key natively, and the UDF sees two longs. {@link #liveRows} computes the same
+ * live row: Spark computes the 64-bit key natively, and the UDF sees two longs. {@link #fileKeys} computes the same
  * key for every planned file on the driver (with Spark's own {@code xxhash64}, over a local relation: no job) and
  * returns null when two of the scan's files share one, so the caller keeps its exact join instead.
  *
@@ -81,17 +81,15 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
 
     /**
      * The live-row predicate over the scan's {@code path} ({@code _metadata.file_path}) and {@code pos}
-     * ({@code _metadata.row_index}) columns, or null when two planned files' keys collide.
+     * ({@code _metadata.row_index}) columns.
      *
-     * <p>{@code spec} holds one record per planned data file, records separated by U+0000, fields by U+0001:
-     * Spark's spelling of its path, its path as manifests and delete files spell it, then one field per delete:
+     * <p>{@code spec} holds one record per data file with deletes, records separated by U+0000, fields by U+0001:
+     * its key (from {@link #fileKeys}), its path as manifests and delete files spell it, then one field per delete:
      * {@code P<path>} for a position delete file, {@code V<path>} U+0002 offset U+0002 length U+0002 cardinality
-     * for a deletion vector.
+     * for a deletion vector. The caller must have checked that the scan's keys are distinct.
      */
-    public static Column liveRows(SparkSession spark, String spec, Configuration conf, Column path, Column pos)
-            throws IOException {
-        List<Row> spellings = new ArrayList<>();
-        List<DataFileDeletes> deletes = new ArrayList<>();
+    public static Column liveRows(String spec, Configuration conf, Column path, Column pos) throws IOException {
+        HashMap<Long, DataFileDeletes> byKey = new HashMap<>();
         for (String record : spec.split(RECORD, -1)) {
             String[] fields = record.split(FIELD, -1);
             DataFileDeletes file = new DataFileDeletes(localKey(fields[1]));
@@ -105,26 +103,34 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
                     file.dvRanges.add(new long[] {Long.parseLong(dv[1]), Long.parseLong(dv[2]), Long.parseLong(dv[3])});
                 }
             }
-            spellings.add(RowFactory.create(fields[0]));
-            deletes.add(file);
-        }
-        StructType schema = new StructType().add("p", DataTypes.StringType, false);
-        List<Row> keys = spark.createDataFrame(spellings, schema).select(functions.xxhash64(functions.col("p")))
-            .collectAsList();
-        HashMap<Long, DataFileDeletes> byKey = new HashMap<>();
-        Set<Long> seen = new HashSet<>();
-        for (int i = 0; i < keys.size(); i++) {
-            long key = keys.get(i).getLong(0);
-            if (!seen.add(key)) {
-                return null;
-            }
-            DataFileDeletes d = deletes.get(i);
-            if (!d.positionFiles.isEmpty() || !d.dvFiles.isEmpty()) {
-                byKey.put(key, d);
-            }
+            byKey.put(Long.parseLong(fields[0]), file);
         }
         PositionDeleteFilter filter = new PositionDeleteFilter(byKey, FooterStats.toBytes(conf));
         return functions.udf(filter, DataTypes.BooleanType).apply(functions.xxhash64(path), pos);
+    }
+
+    /**
+     * Spark's {@code xxhash64} of each of {@code spellings} (paths separated by U+0000), computed over a local
+     * relation (on the driver, no job), as decimal numbers separated by commas; null when two share a key.
+     */
+    public static String fileKeys(SparkSession spark, String spellings) {
+        List<Row> input = new ArrayList<>();
+        for (String p : spellings.split(RECORD, -1)) {
+            input.add(RowFactory.create(p));
+        }
+        StructType schema = new StructType().add("p", DataTypes.StringType, false);
+        List<Row> rows = spark.createDataFrame(input, schema).select(functions.xxhash64(functions.col("p")))
+            .collectAsList();
+        StringBuilder out = new StringBuilder();
+        Set<Long> seen = new HashSet<>();
+        for (Row r : rows) {
+            long key = r.getLong(0);
+            if (!seen.add(key)) {
+                return null;
+            }
+            out.append(out.length() == 0 ? "" : ",").append(key);
+        }
+        return out.toString();
     }
 
     @Override

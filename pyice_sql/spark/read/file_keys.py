@@ -1,0 +1,81 @@
+"""Scanned rows matched to their data file by a 64-bit key instead of the path string.
+
+A scan with row identity carries Spark's spelling of each row's file (`_metadata.file_path`, a
+~100-byte URI). Joining on it costs a hash of the string per row: on a 2M-row merge-on-read scan
+the per-file facts join and the position-delete anti-join together doubled the plain scan. Here
+the key is Spark's own `xxhash64` of the spelling, computed natively per row, and the JVM shim
+computes the same key of every planned file on the driver (over a local relation: no job) to
+check that no two of the scan's files share one; if two do, the caller keeps the string joins,
+so a collision can never mix up two files.
+
+Two uses:
+- `live_rows`: position deletes and deletion vectors applied inside the scan tasks, the way
+  Iceberg Java applies them (`PositionDeleteFilter.java`: per data file, its delete files and
+  DV blobs as the planner paired them, loaded in the task on the file's first row), instead of
+  reading every delete row, building a hash table on the driver, broadcasting and probing it.
+- `file_key`: the key column the reader's per-file facts table (`_file`, partition, sequence
+  number) is joined on.
+On Spark Connect, where the shim cannot load, neither applies and the reader joins on strings.
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, SparkSession, functions as F
+
+from pyice_sql.core.model.manifest import FileContent
+from pyice_sql.core.scan.planner import FileScanTask
+from pyice_sql.spark.connect_backend import is_connect
+from pyice_sql.spark.read.deletion_vectors import is_deletion_vector
+
+# separators of the spec (PositionDeleteFilter.liveRows): records, fields, numbers of a DV entry
+_RECORD, _FIELD, _NUMBER = "\0", "\1", "\2"
+
+
+def file_key(path: Column) -> Column:
+    """The 64-bit key of Spark's spelling of a path (the value `file_keys` computes)."""
+    return F.xxhash64(path)
+
+
+def file_keys(spark: SparkSession, spellings: list[str]) -> list[int] | None:
+    """The key of each of the scan's files (Spark's spellings), or None when the shim is not loaded
+    or two of them share a key."""
+    if is_connect(spark) or not spellings:
+        return None
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    keys = load_shim(spark).file_keys(_RECORD.join(spellings))
+    return None if keys is None else [int(k) for k in keys.split(",")]
+
+
+def live_rows(spark: SparkSession, tasks: list[FileScanTask], keys: list[int], path: Column,
+              pos: Column) -> Column | None:
+    """A predicate true for the rows of `tasks`' data files that no position delete or deletion
+    vector removes, over the rows' `path` (Spark's spelling) and `pos` columns; `keys` are the
+    tasks' file keys, from `file_keys`. None when a DV entry lacks its blob's place (the join path
+    then names it)."""
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    records = []
+    for t, key in zip(tasks, keys):
+        fields = [str(key), t.file.file_path]
+        for d in t.deletes:
+            f = d.data_file
+            if f.content != FileContent.POSITION_DELETES:
+                continue
+            if is_deletion_vector(f):
+                if f.content_offset is None or f.content_size_in_bytes is None:
+                    return None
+                fields.append("V" + _NUMBER.join(
+                    [f.file_path, str(f.content_offset), str(f.content_size_in_bytes), str(f.record_count)]))
+            else:
+                fields.append("P" + f.file_path)
+        if len(fields) > 2:
+            records.append(_FIELD.join(fields))
+    return _column(load_shim(spark).live_rows(_RECORD.join(records), path._jc, pos._jc))
+
+
+def _column(jcol: object) -> Column:
+    try:  # Spark 4 moved the py4j-backed Column class
+        from pyspark.sql.classic.column import Column as ClassicColumn
+    except ImportError:
+        ClassicColumn = Column
+    return ClassicColumn(jcol)
