@@ -340,7 +340,8 @@ class ShimHandle:
     def live_rows(self, spec: str, path: Any, pos: Any) -> Any:
         """The JVM Column of PositionDeleteFilter.liveRows over the JVM columns `path` and `pos` (see
         read/file_keys.py for `spec`)."""
-        return self._call("PositionDeleteFilter", "liveRows", spec, self._conf(), path, pos)
+        return self._call("PositionDeleteFilter", "liveRows", self._spark._jsparkSession, spec, self._conf(),
+                          path, pos)
 
     # -- files ----------------------------------------------------------------------------------------------
     def write_new(self, path: str, data: bytes) -> bool:

@@ -2,11 +2,12 @@ package pyice.shim;
 
 import java.io.EOFException;
 import java.io.IOException;
-import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -20,6 +21,8 @@ import org.apache.parquet.hadoop.ParquetReader;
 import org.apache.parquet.hadoop.api.InitContext;
 import org.apache.parquet.hadoop.example.GroupReadSupport;
 import org.apache.parquet.schema.MessageType;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -44,7 +47,8 @@ import org.apache.spark.sql.types.StructType;
  * delete files whose {@code file_path} names it (each delete file is read once per task, with parquet-hadoop,
  * projected to {@code file_path} and {@code pos}), and the positions of its deletion vector (the blob range of the
  * Puffin file, decoded by {@link DeletionVectors#positionsAt}). Paths compare without their {@code file:} prefix, as
- * pyice_sql's Python side compares them ({@code spark_paths.local_key}).
+ * pyice_sql's Python side compares them ({@code spark_paths.local_key}). The spec (which files have which deletes)
+ * is a broadcast variable parsed once per executor JVM, so a scan of many files does not ship it in every task.
  */
 public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
     private static final long serialVersionUID = 1L;
@@ -54,16 +58,29 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
     private static final String FIELD = "\u0001";
     private static final String NUMBER = "\u0002";
 
-    private final HashMap<Long, DataFileDeletes> byKey;
-    private final byte[] conf;
+    /** Parsed specs on this JVM by broadcast id, so the tasks of one scan parse its spec once. */
+    private static final Map<Long, Map<Long, DataFileDeletes>> PARSED = Collections.synchronizedMap(
+        new LinkedHashMap<Long, Map<Long, DataFileDeletes>>(16, 0.75f, true) {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, Map<Long, DataFileDeletes>> eldest) {
+                return size() > 8;
+            }
+        });
+
+    // Broadcast as JDK types, so the block manager resolves them without the shim's class loader; a scan
+    // of many files ships its spec once per executor, not inside every task.
+    private final Broadcast<String> spec;
+    private final Broadcast<byte[]> conf;
+    private transient Map<Long, DataFileDeletes> byKey;
     private transient Configuration hadoopConf;
     private transient Map<String, Map<String, long[]>> positionFiles;
     private transient long currentKey;
     private transient long[] current;
 
     /** The deletes of one data file: its path (without {@code file:}), position delete files and DV blobs. */
-    static final class DataFileDeletes implements Serializable {
-        private static final long serialVersionUID = 1L;
+    static final class DataFileDeletes {
         final String dataFile;
         final List<String> positionFiles = new ArrayList<>();
         final List<String> dvFiles = new ArrayList<>();
@@ -74,8 +91,8 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
         }
     }
 
-    private PositionDeleteFilter(HashMap<Long, DataFileDeletes> byKey, byte[] conf) {
-        this.byKey = byKey;
+    private PositionDeleteFilter(Broadcast<String> spec, Broadcast<byte[]> conf) {
+        this.spec = spec;
         this.conf = conf;
     }
 
@@ -88,8 +105,17 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
      * {@code P<path>} for a position delete file, {@code V<path>} U+0002 offset U+0002 length U+0002 cardinality
      * for a deletion vector. The caller must have checked that the scan's keys are distinct.
      */
-    public static Column liveRows(String spec, Configuration conf, Column path, Column pos) throws IOException {
-        HashMap<Long, DataFileDeletes> byKey = new HashMap<>();
+    public static Column liveRows(SparkSession spark, String spec, Configuration conf, Column path, Column pos)
+            throws IOException {
+        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+        Broadcast<String> shipped = jsc.broadcast(spec);
+        PARSED.put(shipped.id(), parse(spec));  // checks the spec now; tasks on the driver's JVM reuse it
+        PositionDeleteFilter filter = new PositionDeleteFilter(shipped, jsc.broadcast(FooterStats.toBytes(conf)));
+        return functions.udf(filter, DataTypes.BooleanType).apply(functions.xxhash64(path), pos);
+    }
+
+    private static Map<Long, DataFileDeletes> parse(String spec) {
+        Map<Long, DataFileDeletes> byKey = new HashMap<>();
         for (String record : spec.split(RECORD, -1)) {
             String[] fields = record.split(FIELD, -1);
             DataFileDeletes file = new DataFileDeletes(localKey(fields[1]));
@@ -105,8 +131,7 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
             }
             byKey.put(Long.parseLong(fields[0]), file);
         }
-        PositionDeleteFilter filter = new PositionDeleteFilter(byKey, FooterStats.toBytes(conf));
-        return functions.udf(filter, DataTypes.BooleanType).apply(functions.xxhash64(path), pos);
+        return byKey;
     }
 
     /**
@@ -144,6 +169,9 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
 
     /** The sorted deleted positions of the data file with this key (none for a file without deletes). */
     private long[] deletedPositions(long key) throws IOException {
+        if (byKey == null) {
+            byKey = PARSED.computeIfAbsent(spec.id(), id -> parse(spec.value()));
+        }
         DataFileDeletes d = byKey.get(key);
         if (d == null) {
             return NONE;
@@ -213,7 +241,7 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
 
     private Configuration hadoopConf() throws IOException {
         if (hadoopConf == null) {
-            hadoopConf = FooterStats.fromBytes(conf);
+            hadoopConf = FooterStats.fromBytes(conf.value());
         }
         return hadoopConf;
     }
