@@ -12,7 +12,6 @@ import glob
 import os
 
 import pytest
-from pyspark.sql import functions as F
 
 pytestmark = pytest.mark.spark
 

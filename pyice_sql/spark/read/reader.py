@@ -9,7 +9,8 @@ are removed with a left-anti join on their columns (null-safe), limited to older
 same partition. Row identity comes from Spark's hidden `_metadata` column:
 `file_path` (a URI, percent-encoded) and `row_index`. The rows keep Spark's raw `file_path`:
 each planned file's Spark spelling is computed once on the driver (`spark_paths`), and the small
-per-file tables (delete rows' targets, `_file` and partition of each file) are keyed by it.
+per-file table (`_file`, partition, sequence number of each file) is joined on its 64-bit key
+(`file_keys`), or on the spelling itself where the shim is absent.
 """
 from __future__ import annotations
 
