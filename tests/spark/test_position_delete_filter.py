@@ -87,3 +87,29 @@ def test_the_shim_declines_when_two_planned_files_share_a_key(spark):
     expected = list(spark.sql("SELECT xxhash64('file:/w/a.parquet'), xxhash64('file:/w/b.parquet')").first())
     assert keys == expected  # Spark's own function, so per-row keys match
     assert file_keys(spark, ["file:/w/a.parquet", "file:/w/a.parquet"]) is None
+
+
+def test_a_statement_folds_the_previous_deletes_of_the_files_it_changes_only(table):
+    """The writers fold a changed data file's previous deletes into its new delete file (v2) or DV
+    (v3), read in the write task for that file only (`deleted_positions`); the other files keep
+    their delete files as they were. Truth: the positions of the deleted ids in the data file as
+    Spark reads it on its own."""
+    ice = table
+    query = "SELECT referenced_data_file, file_path, content_offset, record_count FROM local.db.t.delete_files"
+    before = {tuple(r) for r in ice.sql(query).collect()}
+    files = [r[0] for r in ice.sql("SELECT file_path FROM local.db.t.data_files").collect()]
+    (target,) = [f for f in files if ice.spark.read.parquet(f).where("id = 5").count()]
+    ice.sql("DELETE FROM local.db.t WHERE id = 5")
+    after = {tuple(r) for r in ice.sql(query).collect()}
+    assert {r for r in before if r[0] != target} == {r for r in after if r[0] != target}
+    (new,) = [r for r in after if r[0] == target]
+    assert new not in before
+    raw = ice.spark.read.parquet(target).select("_metadata.row_index", "id").collect()
+    # id % 10 == 4 rows were updated: their old copies in this file are deleted too
+    expected = sorted(r["row_index"] for r in raw if r["id"] % 10 in (3, 4) or r["id"] == 5)
+    assert new[3] == len(expected)
+    if new[1].endswith(".parquet"):  # v2: one position delete file, sorted by position
+        written = [(r.file_path, r.pos) for r in ice.spark.read.parquet(new[1]).collect()]
+        assert written == [(target, p) for p in expected]
+    rows = {r.id for r in ice.sql("SELECT id FROM local.db.t").collect()}
+    assert rows == {i for i in range(200) if i % 10 != 3 and i != 5}

@@ -343,6 +343,12 @@ class ShimHandle:
         return self._call("PositionDeleteFilter", "liveRows", self._spark._jsparkSession, spec, self._conf(),
                           path, pos)
 
+    def deleted_positions(self, spec: str, path: Any) -> Any:
+        """The JVM Column of PositionDeleteFilter.deletedPositions over the JVM column `path` (see
+        read/file_keys.py for `spec`)."""
+        return self._call("PositionDeleteFilter", "deletedPositions", self._spark._jsparkSession, spec,
+                          self._conf(), path)
+
     # -- files ----------------------------------------------------------------------------------------------
     def write_new(self, path: str, data: bytes) -> bool:
         """Create `path` with `data`; False if it already exists (never overwrites)."""

@@ -8,20 +8,27 @@ computes the same key of every planned file on the driver (over a local relation
 check that no two of the scan's files share one; if two do, the caller keeps the string joins,
 so a collision can never mix up two files.
 
-Two uses:
+Three uses:
 - `live_rows`: position deletes and deletion vectors applied inside the scan tasks, the way
   Iceberg Java applies them (`PositionDeleteFilter.java`: per data file, its delete files and
   DV blobs as the planner paired them, loaded in the task on the file's first row), instead of
   reading every delete row, building a hash table on the driver, broadcasting and probing it.
 - `file_key`: the key column the reader's per-file facts table (`_file`, partition, sequence
   number) is joined on.
-On Spark Connect, where the shim cannot load, neither applies and the reader joins on strings.
+- `deleted_positions`: the same per-file loading for the merge-on-read writers, which fold a
+  changed data file's previous deletes into its new delete file or DV: asked once per changed
+  file in the write tasks, so the previous deletes of the files a statement reads but does not
+  change are never read (nor shuffled).
+On Spark Connect, where the shim cannot load, none applies: the reader joins on strings and the
+writers read the previous delete rows as a DataFrame.
 """
 from __future__ import annotations
 
+from typing import Callable, Iterable
+
 from pyspark.sql import Column, SparkSession, functions as F
 
-from pyice_sql.core.model.manifest import FileContent
+from pyice_sql.core.model.manifest import FileContent, ManifestEntry
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.connect_backend import is_connect
 from pyice_sql.spark.read.deletion_vectors import is_deletion_vector
@@ -54,10 +61,35 @@ def live_rows(spark: SparkSession, tasks: list[FileScanTask], keys: list[int], p
     then names it)."""
     from pyice_sql.spark.jvm.bridge import load_shim
 
+    spec = _spec([(key, t.file.file_path, t.deletes) for t, key in zip(tasks, keys)])
+    return None if spec is None else _column(load_shim(spark).live_rows(spec, path._jc, pos._jc))
+
+
+def deleted_positions(spark: SparkSession, deletes: dict[str, list[ManifestEntry]]) -> Callable[[Column], Column] | None:
+    """For the writers that fold previous deletes into a data file's new ones: a function of a
+    column of data file paths (as manifests spell them, keys of `deletes`) giving each file's
+    deleted positions by `deletes`, sorted, as array<bigint>, read in the task that asks (once per
+    file it asks for). None where the shim is absent, two paths share a key or a DV entry lacks
+    its blob's place: the caller then reads the delete rows as a DataFrame."""
+    paths = list(deletes)
+    keys = file_keys(spark, paths)
+    spec = None if keys is None else _spec([(k, p, deletes[p]) for k, p in zip(keys, paths)])
+    if spec is None:
+        return None
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    shim = load_shim(spark)
+    return lambda path: _column(shim.deleted_positions(spec, path._jc))
+
+
+def _spec(files: list[tuple[int, str, Iterable[ManifestEntry]]]) -> str | None:
+    """The spec PositionDeleteFilter.java reads: per (key, data file path, delete entries) with a
+    position delete, a record of its key, path and one field per delete file or DV; None when a DV
+    entry lacks its blob's place."""
     records = []
-    for t, key in zip(tasks, keys):
-        fields = [str(key), t.file.file_path]
-        for d in t.deletes:
+    for key, data_file, entries in files:
+        fields = [str(key), data_file]
+        for d in entries:
             f = d.data_file
             if f.content != FileContent.POSITION_DELETES:
                 continue
@@ -70,7 +102,7 @@ def live_rows(spark: SparkSession, tasks: list[FileScanTask], keys: list[int], p
                 fields.append("P" + f.file_path)
         if len(fields) > 2:
             records.append(_FIELD.join(fields))
-    return _column(load_shim(spark).live_rows(_RECORD.join(records), path._jc, pos._jc))
+    return _RECORD.join(records)
 
 
 def _column(jcol: object) -> Column:

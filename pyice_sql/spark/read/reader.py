@@ -100,17 +100,22 @@ def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_f
 
 
 def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
-               with_metadata: bool = False, file_facts: bool = False) -> DataFrame:
+               with_metadata: bool = False, file_facts: bool = False, live_flag: str | None = None) -> DataFrame:
     """The live rows of `tasks`' data files as a DataFrame of the table's columns.
 
     With `with_metadata`, adds `_file` (the manifest's path string), `_pos` (row position),
     `_spec_id` and `_partition` (a canonical text key of the file's partition tuple); with
     `file_facts`, those and `_seq` (the file's data sequence number) and `__first_row_id`, which row
     lineage inherits from (they ride on the same per-file table, so no extra join).
+    With `live_flag`, rows that position deletes remove are not filtered out here but flagged
+    false in a column of that name, and the caller must filter on it: a statement puts its own
+    predicate first, so the in-task filter loads the deletes of the files with a matching row only
+    (Spark evaluates `a AND b` in order, and would put the filter of a scan below it first).
     """
     with_metadata = with_metadata or file_facts
     if not tasks:
-        return empty_frame(spark, schema, with_metadata, file_facts)
+        empty = empty_frame(spark, schema, with_metadata, file_facts)
+        return empty.withColumn(live_flag, F.lit(True)) if live_flag else empty
     with_ids = not schema.has_list_or_map()
     columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
     # keyed by path and offset: the deletion vectors of several data files share one Puffin file
@@ -130,7 +135,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     frames = []
     for (read_schema, defaulted), paths in groups.items():
         part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
-        if read_schema is None and not defaulted and not with_metadata and not deletes and len(groups) == 1:
+        if read_schema is None and not defaulted and not (with_metadata or deletes or live_flag) and len(groups) == 1:
             return part
         cols = columns if read_schema is None else [
             c.cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for c, f in zip(columns, schema.fields)]
@@ -140,7 +145,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
             spellings.update(spark_spellings(part, paths))
         frames.append(part.select(*cols, *(row_id if with_metadata or deletes else [])))
     data = functools.reduce(DataFrame.union, frames)
-    if not with_metadata and not deletes:
+    if not with_metadata and not deletes and not live_flag:
         return data
     pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
     eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
@@ -152,7 +157,9 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     hashed = keys is not None
     live = live_rows(spark, tasks, keys, F.col(_SPARK_PATH), F.col(POS_COL)) if pos_deletes and hashed else None
     if live is not None:
-        data, pos_deletes = data.where(live), []
+        data, pos_deletes = (data.withColumn(live_flag, live) if live_flag else data.where(live)), []
+    elif live_flag:
+        data = data.withColumn(live_flag, F.lit(True))  # deletes (if any) are applied by the joins below
     if keyed:
         files = local_rows(
             spark, [(spellings[t.file.file_path], t.file.file_path, local_key(t.file.file_path), t.file.spec_id,
@@ -172,7 +179,8 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     if eq_deletes:
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
-    return data.select(*columns, *meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []))
+    return data.select(*columns, *meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []),
+                       *([live_flag] if live_flag else []))
 
 
 def _promoted_read_schema(schema: Schema, written: Schema | None) -> Schema | None:

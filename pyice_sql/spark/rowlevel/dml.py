@@ -29,7 +29,7 @@ from pyice_sql.core.commit.operations import row_delta
 from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadata
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
-    FILE, KEY_PREFIX, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, rewrite_select, tagged_select, value_name,
+    FILE, KEY_PREFIX, LIVE, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, rewrite_select, tagged_select, value_name,
     value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
@@ -222,13 +222,16 @@ class RowLevelExecutor:
         v3 = md.format_version >= 3
         # format v3: an updated row keeps its `_row_id`, read with the target rows it replaces
         row_ids = v3 and any(i.operation == UPDATE for i in plan.instructions)
-        target = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, tasks, with_metadata=True)
+        # UPDATE / DELETE test the rows' position deletes after their own condition (reader.read_tasks)
+        live = LIVE if plan.source is None else None
+        target = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, tasks, with_metadata=True,
+                                                                live_flag=live)
         target = target.withColumn(TARGET_MARK, F.lit(True))
         target_view = self._view(target)
         source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
         plan = self._read_pyice_tables_from_views(plan)
         stored = self._store_assignment(plan, schema, target_view, source_view)
-        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids))
+        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids, live))
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
         # cached when two passes read the tagged rows: merge-on-read's delete and data writes, or
         # copy-on-write's aggregate and its rewrite by join

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Callable
 
-from pyspark.sql import DataFrame, Window, WindowSpec, functions as F
+from pyspark.sql import Column, DataFrame, Window, WindowSpec, functions as F
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
@@ -36,13 +36,15 @@ _FULL_METRICS = {props.DEFAULT_WRITE_METRICS_MODE: "full"}
 # Folder key of each delete file: not `_`-prefixed, or remove_orphan_files (Iceberg skips hidden
 # paths) could never clean up the delete files of a failed commit.
 _TARGET = "target_file"
+_FIRST = "__first"
 
 
 PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
 
 
 def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile],
-                           ctx: WriteContext, per_file: PerFile | None = None) -> list[DataFile]:
+                           ctx: WriteContext, per_file: PerFile | None = None,
+                           previous: Callable[[Column], Column] | None = None) -> list[DataFile]:
     """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
 
     `targets` maps data file paths to their DataFile, whose spec and partition the delete file
@@ -51,14 +53,24 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile],
     `per_file`, when given, sees the rows once they are grouped by data file and sorted by
     position, with the window over one data file's rows in that order, and returns the rows to
     write (the caller's dedup, checks and counts ride in the same job as the write).
+    `previous`, when given, maps the `_file` column to the data file's previous deleted positions
+    (read/file_keys.py `deleted_positions`): they are folded into its new delete file, asked once
+    per data file that has a row to write (never one of the rows).
     """
     if not targets:
         return []
     by_digest = {_path_digest(p): f for p, f in targets.items()}
     rows = (deletes.withColumn(_TARGET, F.sha2(F.col("_file"), 256))
             .repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "_pos"))
+    window = Window.partitionBy(_TARGET).orderBy("_pos")
     if per_file is not None:
-        rows = per_file(rows, Window.partitionBy(_TARGET).orderBy("_pos"))
+        rows = per_file(rows, window)
+    if previous is not None:
+        rows = rows.withColumn(_FIRST, F.lag("_pos").over(window).isNull())  # the file's first row to write
+        pos = F.array(F.col("_pos").cast("long"))
+        positions = F.when(F.col(_FIRST), F.concat(pos, previous(F.col("_file")))).otherwise(pos)
+        rows = (rows.select("_file", _TARGET, F.explode(positions).alias("_pos"))
+                .sortWithinPartitions(_TARGET, "_pos"))
     rows = rows.select(F.col("_file").alias("file_path", metadata={FIELD_ID_KEY: 2147483546}),
                        F.col("_pos").cast("long").alias("pos", metadata={FIELD_ID_KEY: 2147483545}),
                        F.col(_TARGET))

@@ -13,10 +13,12 @@ partition-scoped one may still serve other data files; readers skip it for this 
 the statement read but deletes nothing from keeps its DV: rewriting it would widen the commit's
 conflict scope to rows the statement never touched.
 
-One Spark job (one shuffle by data file) does it all: the statement's changed positions and the
-previous deletes of the files read are grouped per (file, position), which drops a position
-changed twice and, when MERGE must check cardinality, fails the job on a target row in two
-matched pairs; then per file, the files with a new position get their DV serialized on the
+One Spark job (one shuffle by data file) does it all: the statement's changed positions are
+grouped per (file, position), which drops a position changed twice and, when MERGE must check
+cardinality, fails the job on a target row in two matched pairs; then per file, the files with
+a new position get the previous deletes folded in (read in that task, for that file only, by the
+JVM shim's `deleted_positions`; without the shim, the previous delete rows of every file read
+join the shuffle and the grouping) and their DV serialized on the
 executors (`pyice_dv_serialize`: the JVM shim, or a Python UDF on Spark Connect). The driver
 receives the compact blobs and writes them as one Puffin file for the statement
 (`<task>-0-<operation id>-00001-deletes.puffin` in the data folder, as Java names its DV files),
@@ -38,6 +40,7 @@ from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.local_relation import local_rows
+from pyice_sql.spark.read.file_keys import deleted_positions
 from pyice_sql.spark.read.deletion_vectors import PUFFIN, SERIALIZE_SQL, is_deletion_vector, read_deletion_vector_rows
 from pyice_sql.spark.read.reader import FILE_COL, POS_COL, read_position_deletes
 from pyice_sql.spark.write.data_writer import WriteContext
@@ -69,8 +72,14 @@ def write_deletion_vectors(spark: SparkSession, changes: Changes | None, touched
         return [], [], 0
     previous = {(d.data_file.file_path, d.data_file.content_offset): d for t in touched for d in t.deletes
                 if d.data_file.content == FileContent.POSITION_DELETES}
-    dvs = [d.data_file for d in previous.values() if is_deletion_vector(d.data_file)]
-    files = [d.data_file for d in previous.values() if not is_deletion_vector(d.data_file)]
+    # a statement's DVs fold the previous deletes of the files it changes, read in the write tasks for
+    # those files only (the JVM shim); otherwise those of every file read join the shuffle
+    folding = None
+    if changes is not None and previous:
+        folding = deleted_positions(spark, {t.file.file_path: t.deletes for t in touched if t.deletes})
+    read = [d.data_file for d in previous.values()] if folding is None else []
+    dvs = [f for f in read if is_deletion_vector(f)]
+    files = [f for f in read if not is_deletion_vector(f)]
     frames = ([read_deletion_vector_rows(spark, dvs)] if dvs else []) + (
         [read_position_deletes(spark, files)] if files else [])
     frames = [old.select(FILE_COL, POS_COL, F.lit(False).alias(_DELETED), F.lit(False).alias(_ACTED),
@@ -86,6 +95,8 @@ def write_deletion_vectors(spark: SparkSession, changes: Changes | None, touched
             [T.StructField(FILE_COL, T.StringType())]))
         rows = rows.join(F.broadcast(wanted), FILE_COL)
     positions = _positions_per_file(rows, changes.cardinality_error if changes else None, changes is not None)
+    if folding is not None:  # disjoint: the statement changed live rows only
+        positions = positions.withColumn("positions", F.concat("positions", folding(F.col(FILE_COL))))
     blobs = sorted((r[FILE_COL], bytes(r["blob"]), r["cardinality"], r["deleted"]) for r in positions.select(
         FILE_COL, F.expr(f"{SERIALIZE_SQL}(positions)").alias("blob"), F.size("positions").alias("cardinality"),
         "deleted").collect())

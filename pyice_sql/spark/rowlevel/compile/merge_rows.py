@@ -22,6 +22,7 @@ TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
 OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
 MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair that satisfied ON
 ROW_ID = "__row_id"  # format v3: the target row's `_row_id`, which an updated row keeps
+LIVE = "__pyice_live"  # UPDATE / DELETE: the target view's flag of rows no position delete removes
 KEEP = 0
 
 
@@ -50,10 +51,13 @@ def _branches(plan: RowLevelPlan) -> list[str]:
     return out
 
 
-def _from(plan: RowLevelPlan, target_view: str, source_view: str | None) -> str:
+def _from(plan: RowLevelPlan, target_view: str, source_view: str | None, live: str | None = None) -> str:
+    """The FROM (and WHERE) clause; `live` names the target view's flag of rows no position delete
+    removes (UPDATE / DELETE), tested after the statement's condition (see reader.read_tasks)."""
     t = _q(plan.target_alias)
     if plan.source is None:
-        where = f" WHERE {_sql(plan.where)}" if plan.where is not None else ""
+        tests = ([f"({_sql(plan.where)})"] if plan.where is not None else []) + ([f"{t}.{_q(live)}"] if live else [])
+        where = f" WHERE {' AND '.join(tests)}" if tests else ""
         return f"FROM {_q(target_view)} AS {t}{where}"
     return (f"FROM {_q(target_view)} AS {t} {plan.join_type.upper()} JOIN {_q(source_view)} AS "
             f"{_q(plan.source_alias)} ON {_sql(plan.on)}")
@@ -71,9 +75,9 @@ def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | 
 
 
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
-                  stored: dict[tuple[int, str], str], row_id: bool = False) -> str:
+                  stored: dict[tuple[int, str], str], row_id: bool = False, live: str | None = None) -> str:
     """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
-    columns, (`row_id`: the target view has `_row_id`) `__row_id`, new values.
+    columns, (`row_id`: the target view has `_row_id`) `__row_id`, new values. `live`: see `_from`.
 
     `stored` is the SQL storing each (clause, column) value (see compile/store_assignment.py).
     """
@@ -104,7 +108,7 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
                                          for ins in plan.instructions[assigning[-1] + 1:])
         value = f"CASE {' '.join(whens)} ELSE {current if later_writes else 'NULL'} END" if whens else current
         cols.append(f"{value} AS {_q(f.name)}")
-    return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)}"
+    return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view, live)}"
 
 
 def rewrite_select(plan: RowLevelPlan, schema: Schema, view: str, stored: dict[tuple[int, str], str],

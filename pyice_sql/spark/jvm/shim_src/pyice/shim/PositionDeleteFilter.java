@@ -1,32 +1,18 @@
 package pyice.shim;
 
-import java.io.EOFException;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
-import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
-import org.apache.parquet.example.data.Group;
-import org.apache.parquet.hadoop.ParquetReader;
-import org.apache.parquet.hadoop.api.InitContext;
-import org.apache.parquet.hadoop.example.GroupReadSupport;
-import org.apache.parquet.schema.MessageType;
-import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.api.java.UDF2;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
@@ -34,104 +20,51 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Position deletes and deletion vectors applied inside the scan tasks, the way Iceberg Java applies them: each
- * task loads the deleted positions of the data file it reads and tests every row against them, so a
- * merge-on-read scan needs no job to read the delete rows, no hash table built on the driver and broadcast, and
- * no join probed with a long path string per row.
+ * task loads the deleted positions of the data file it reads ({@link DeleteLoader}) and tests every row against
+ * them, so a merge-on-read scan needs no job to read the delete rows, no hash table built on the driver and
+ * broadcast, and no join probed with a long path string per row.
  *
  * <p>The filter is a Spark SQL UDF over {@code (xxhash64(_metadata.file_path), _metadata.row_index)}, true for a
  * live row: Spark computes the 64-bit key natively, and the UDF sees two longs. {@link #fileKeys} computes the same
  * key for every planned file on the driver (with Spark's own {@code xxhash64}, over a local relation: no job) and
  * returns null when two of the scan's files share one, so the caller keeps its exact join instead.
  *
- * <p>Positions are loaded lazily, per task, on the first row of each data file: the rows of the file's position
- * delete files whose {@code file_path} names it (each delete file is read once per task, with parquet-hadoop,
- * projected to {@code file_path} and {@code pos}), and the positions of its deletion vector (the blob range of the
- * Puffin file, decoded by {@link DeletionVectors#positionsAt}). Paths compare without their {@code file:} prefix, as
- * pyice_sql's Python side compares them ({@code spark_paths.local_key}). The spec (which files have which deletes)
- * is a broadcast variable parsed once per executor JVM, so a scan of many files does not ship it in every task.
+ * <p>{@link #deletedPositions} gives the same positions as an array, for the writers that fold a data file's
+ * previous deletes into its new delete file or deletion vector: they ask once per data file the statement
+ * changed, in the write tasks, so the previous deletes of untouched files are never read.
  */
 public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
     private static final long serialVersionUID = 1L;
-    private static final long[] NONE = new long[0];
-    /** Separators of the spec string: records, fields, and the numbers of a deletion vector entry. */
     private static final String RECORD = "\u0000";
-    private static final String FIELD = "\u0001";
-    private static final String NUMBER = "\u0002";
 
-    /** Parsed specs on this JVM by broadcast id, so the tasks of one scan parse its spec once. */
-    private static final Map<Long, Map<Long, DataFileDeletes>> PARSED = Collections.synchronizedMap(
-        new LinkedHashMap<Long, Map<Long, DataFileDeletes>>(16, 0.75f, true) {
-            private static final long serialVersionUID = 1L;
-
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<Long, Map<Long, DataFileDeletes>> eldest) {
-                return size() > 8;
-            }
-        });
-
-    // Broadcast as JDK types, so the block manager resolves them without the shim's class loader; a scan
-    // of many files ships its spec once per executor, not inside every task.
-    private final Broadcast<String> spec;
-    private final Broadcast<byte[]> conf;
-    private transient Map<Long, DataFileDeletes> byKey;
-    private transient Configuration hadoopConf;
-    private transient Map<String, Map<String, long[]>> positionFiles;
+    private final DeleteLoader deletes;
     private transient long currentKey;
     private transient long[] current;
 
-    /** The deletes of one data file: its path (without {@code file:}), position delete files and DV blobs. */
-    static final class DataFileDeletes {
-        final String dataFile;
-        final List<String> positionFiles = new ArrayList<>();
-        final List<String> dvFiles = new ArrayList<>();
-        final List<long[]> dvRanges = new ArrayList<>();  // {offset, length, cardinality}
-
-        DataFileDeletes(String dataFile) {
-            this.dataFile = dataFile;
-        }
-    }
-
-    private PositionDeleteFilter(Broadcast<String> spec, Broadcast<byte[]> conf) {
-        this.spec = spec;
-        this.conf = conf;
+    private PositionDeleteFilter(DeleteLoader deletes) {
+        this.deletes = deletes;
     }
 
     /**
      * The live-row predicate over the scan's {@code path} ({@code _metadata.file_path}) and {@code pos}
-     * ({@code _metadata.row_index}) columns.
-     *
-     * <p>{@code spec} holds one record per data file with deletes, records separated by U+0000, fields by U+0001:
-     * its key (from {@link #fileKeys}), its path as manifests and delete files spell it, then one field per delete:
-     * {@code P<path>} for a position delete file, {@code V<path>} U+0002 offset U+0002 length U+0002 cardinality
-     * for a deletion vector. The caller must have checked that the scan's keys are distinct.
+     * ({@code _metadata.row_index}) columns; {@code spec} as {@link DeleteLoader} reads it, keyed by
+     * {@link #fileKeys} of the paths' spellings. The caller must have checked that the scan's keys are distinct.
      */
     public static Column liveRows(SparkSession spark, String spec, Configuration conf, Column path, Column pos)
             throws IOException {
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-        Broadcast<String> shipped = jsc.broadcast(spec);
-        PARSED.put(shipped.id(), parse(spec));  // checks the spec now; tasks on the driver's JVM reuse it
-        PositionDeleteFilter filter = new PositionDeleteFilter(shipped, jsc.broadcast(FooterStats.toBytes(conf)));
+        PositionDeleteFilter filter = new PositionDeleteFilter(DeleteLoader.ship(spark, spec, conf));
         return functions.udf(filter, DataTypes.BooleanType).apply(functions.xxhash64(path), pos);
     }
 
-    private static Map<Long, DataFileDeletes> parse(String spec) {
-        Map<Long, DataFileDeletes> byKey = new HashMap<>();
-        for (String record : spec.split(RECORD, -1)) {
-            String[] fields = record.split(FIELD, -1);
-            DataFileDeletes file = new DataFileDeletes(localKey(fields[1]));
-            for (int i = 2; i < fields.length; i++) {
-                String f = fields[i];
-                if (f.startsWith("P")) {
-                    file.positionFiles.add(f.substring(1));
-                } else {
-                    String[] dv = f.substring(1).split(NUMBER, -1);
-                    file.dvFiles.add(dv[0]);
-                    file.dvRanges.add(new long[] {Long.parseLong(dv[1]), Long.parseLong(dv[2]), Long.parseLong(dv[3])});
-                }
-            }
-            byKey.put(Long.parseLong(fields[0]), file);
-        }
-        return byKey;
+    /**
+     * The sorted deleted positions (array of bigint, each once) of the data file whose {@code path} column is
+     * given; {@code spec} keyed by {@link #fileKeys} of the same spelling of the paths, checked distinct.
+     */
+    public static Column deletedPositions(SparkSession spark, String spec, Configuration conf, Column path)
+            throws IOException {
+        Positions positions = new Positions(DeleteLoader.ship(spark, spec, conf));
+        return functions.udf(positions, DataTypes.createArrayType(DataTypes.LongType, false))
+            .apply(functions.xxhash64(path));
     }
 
     /**
@@ -161,126 +94,24 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
     @Override
     public Boolean call(Long key, Long pos) throws IOException {
         if (current == null || key != currentKey) {
-            current = deletedPositions(key);
+            current = deletes.positions(key);
             currentKey = key;
         }
         return current.length == 0 || Arrays.binarySearch(current, pos) < 0;
     }
 
-    /** The sorted deleted positions of the data file with this key (none for a file without deletes). */
-    private long[] deletedPositions(long key) throws IOException {
-        if (byKey == null) {
-            byKey = PARSED.computeIfAbsent(spec.id(), id -> parse(spec.value()));
-        }
-        DataFileDeletes d = byKey.get(key);
-        if (d == null) {
-            return NONE;
-        }
-        List<long[]> parts = new ArrayList<>();
-        for (String file : d.positionFiles) {
-            long[] p = positionFile(file).get(d.dataFile);
-            if (p != null) {
-                parts.add(p);
-            }
-        }
-        for (int i = 0; i < d.dvFiles.size(); i++) {
-            parts.add(readDeletionVector(d.dvFiles.get(i), d.dvRanges.get(i)));
-        }
-        int n = 0;
-        for (long[] p : parts) {
-            n += p.length;
-        }
-        long[] all = new long[n];
-        n = 0;
-        for (long[] p : parts) {
-            System.arraycopy(p, 0, all, n, p.length);
-            n += p.length;
-        }
-        Arrays.sort(all);
-        return all;
-    }
+    /** The UDF of {@link #deletedPositions}. */
+    private static final class Positions implements UDF1<Long, long[]> {
+        private static final long serialVersionUID = 1L;
+        private final DeleteLoader deletes;
 
-    /** A position delete file's rows grouped by data file (path without {@code file:}), read once per task. */
-    private Map<String, long[]> positionFile(String file) throws IOException {
-        if (positionFiles == null) {
-            positionFiles = new HashMap<>();
+        Positions(DeleteLoader deletes) {
+            this.deletes = deletes;
         }
-        Map<String, long[]> rows = positionFiles.get(file);
-        if (rows != null) {
-            return rows;
-        }
-        Map<String, LongList> grouped = new HashMap<>();
-        try (ParquetReader<Group> reader = ParquetReader.builder(new PathAndPos(), new Path(file))
-                .withConf(hadoopConf()).build()) {
-            for (Group g = reader.read(); g != null; g = reader.read()) {
-                grouped.computeIfAbsent(localKey(g.getString(0, 0)), k -> new LongList()).add(g.getLong(1, 0));
-            }
-        } catch (IOException | RuntimeException e) {
-            throw new IOException("cannot read position delete file " + file + ": " + e, e);
-        }
-        rows = new HashMap<>();
-        for (Map.Entry<String, LongList> e : grouped.entrySet()) {
-            rows.put(e.getKey(), e.getValue().toArray());
-        }
-        positionFiles.put(file, rows);
-        return rows;
-    }
 
-    private long[] readDeletionVector(String puffin, long[] range) throws IOException {
-        byte[] blob = new byte[Math.toIntExact(range[1])];
-        Path path = new Path(puffin);
-        FileSystem fs = path.getFileSystem(hadoopConf());
-        try (FSDataInputStream in = fs.open(path)) {
-            in.readFully(range[0], blob);
-        } catch (EOFException e) {
-            throw new DeletionVectors.DeletionVectorError("deletion vector at offset " + range[0] + " length "
-                + range[1] + " runs past the end of the file", puffin);
-        }
-        return DeletionVectors.positionsAt(blob, 0, range[1], range[2], puffin);
-    }
-
-    private Configuration hadoopConf() throws IOException {
-        if (hadoopConf == null) {
-            hadoopConf = FooterStats.fromBytes(conf.value());
-        }
-        return hadoopConf;
-    }
-
-    /** The path without its {@code file:} prefix: one key for {@code /x}, {@code file:/x} and {@code file:///x}. */
-    static String localKey(String path) {
-        if (!path.startsWith("file:/")) {
-            return path;
-        }
-        int i = 5;
-        while (i < path.length() && path.charAt(i) == '/') {
-            i++;
-        }
-        return "/" + path.substring(i);
-    }
-
-    /** Reads a position delete file's {@code file_path} and {@code pos} columns only (as the file declares them). */
-    private static final class PathAndPos extends GroupReadSupport {
         @Override
-        public ReadContext init(InitContext context) {
-            MessageType file = context.getFileSchema();
-            return new ReadContext(new MessageType(file.getName(), file.getType("file_path"), file.getType("pos")));
-        }
-    }
-
-    /** A growable array of longs (positions of one data file in one delete file). */
-    private static final class LongList {
-        private long[] values = new long[16];
-        private int size;
-
-        void add(long v) {
-            if (size == values.length) {
-                values = Arrays.copyOf(values, size * 2);
-            }
-            values[size++] = v;
-        }
-
-        long[] toArray() {
-            return Arrays.copyOf(values, size);
+        public long[] call(Long key) throws IOException {
+            return deletes.positions(key);
         }
     }
 }
