@@ -15,10 +15,14 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.parquet.example.data.Group;
-import org.apache.parquet.hadoop.ParquetReader;
-import org.apache.parquet.hadoop.api.InitContext;
-import org.apache.parquet.hadoop.example.GroupReadSupport;
+import org.apache.parquet.column.ColumnDescriptor;
+import org.apache.parquet.column.ColumnReader;
+import org.apache.parquet.column.impl.ColumnReadStoreImpl;
+import org.apache.parquet.column.page.PageReadStore;
+import org.apache.parquet.example.data.simple.convert.GroupRecordConverter;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+import org.apache.parquet.io.api.Binary;
 import org.apache.parquet.schema.MessageType;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
@@ -27,7 +31,8 @@ import org.apache.spark.sql.SparkSession;
 /**
  * The deleted positions of data files, loaded inside Spark tasks from the delete files the planner paired with
  * each of them: the rows of its position delete files whose {@code file_path} names it (each delete file read
- * once per task, with parquet-hadoop, projected to {@code file_path} and {@code pos}) and the positions of its
+ * once per task, column by column with parquet-hadoop's column readers, projected to {@code file_path} and
+ * {@code pos}) and the positions of its
  * deletion vector (the blob range of the Puffin file, decoded by {@link DeletionVectors#positionsAt}). Paths
  * compare without their {@code file:} prefix, as pyice_sql's Python side compares them
  * ({@code spark_paths.local_key}).
@@ -164,10 +169,35 @@ final class DeleteLoader implements Serializable {
             return rows;
         }
         Map<String, LongList> grouped = new HashMap<>();
-        try (ParquetReader<Group> reader = ParquetReader.builder(new PathAndPos(), new Path(file))
-                .withConf(hadoopConf()).build()) {
-            for (Group g = reader.read(); g != null; g = reader.read()) {
-                grouped.computeIfAbsent(localKey(g.getString(0, 0)), k -> new LongList()).add(g.getLong(1, 0));
+        try (ParquetFileReader reader = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(file), hadoopConf()))) {
+            MessageType schema = reader.getFooter().getFileMetaData().getSchema();
+            MessageType projection = new MessageType(schema.getName(), schema.getType("file_path"), schema.getType("pos"));
+            reader.setRequestedSchema(projection);
+            ColumnDescriptor pathColumn = projection.getColumnDescription(new String[] {"file_path"});
+            ColumnDescriptor posColumn = projection.getColumnDescription(new String[] {"pos"});
+            String createdBy = reader.getFooter().getFileMetaData().getCreatedBy();
+            Binary lastPath = null;
+            LongList positions = null;
+            for (PageReadStore rowGroup = reader.readNextRowGroup(); rowGroup != null; rowGroup = reader.readNextRowGroup()) {
+                ColumnReadStoreImpl columns = new ColumnReadStoreImpl(
+                    rowGroup, new GroupRecordConverter(projection).getRootConverter(), projection, createdBy);
+                ColumnReader paths = columns.getColumnReader(pathColumn);
+                ColumnReader pos = columns.getColumnReader(posColumn);
+                for (long i = 0, n = rowGroup.getRowCount(); i < n; i++) {
+                    boolean present = paths.getCurrentDefinitionLevel() == pathColumn.getMaxDefinitionLevel()
+                        && pos.getCurrentDefinitionLevel() == posColumn.getMaxDefinitionLevel();
+                    if (present) {
+                        // a dictionary-encoded column hands back the same Binary for the same path
+                        Binary path = paths.getBinary();
+                        if (path != lastPath) {
+                            lastPath = path;
+                            positions = grouped.computeIfAbsent(localKey(path.toStringUsingUTF8()), k -> new LongList());
+                        }
+                        positions.add(pos.getLong());
+                    }
+                    paths.consume();
+                    pos.consume();
+                }
             }
         } catch (IOException | RuntimeException e) {
             throw new IOException("cannot read position delete file " + file + ": " + e, e);
@@ -210,15 +240,6 @@ final class DeleteLoader implements Serializable {
             i++;
         }
         return "/" + path.substring(i);
-    }
-
-    /** Reads a position delete file's {@code file_path} and {@code pos} columns only (as the file declares them). */
-    private static final class PathAndPos extends GroupReadSupport {
-        @Override
-        public ReadContext init(InitContext context) {
-            MessageType file = context.getFileSchema();
-            return new ReadContext(new MessageType(file.getName(), file.getType("file_path"), file.getType("pos")));
-        }
     }
 
     /** A growable array of longs (positions of one data file in one delete file). */
