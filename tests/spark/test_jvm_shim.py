@@ -196,12 +196,26 @@ def test_footer_stats_match_pyarrow(spark, shim, tmp_path):
         key=lambda s: s.encode())
 
 
-def test_footer_stats_many_files_keep_order(spark, shim, tmp_path):
+@pytest.mark.parametrize("where", ["driver", "executors"])
+def test_footer_stats_many_files_keep_order(spark, shim, tmp_path, monkeypatch, where):
+    """Local files are read by the driver's threads (no Spark job) up to LOCAL_DRIVER_FOOTER_LIMIT,
+    beyond it (or remote) in one job: both keep the input order."""
+    from pyice_sql.spark.jvm import bridge
+
     out = tmp_path / "many"
-    spark.range(0, 50, 1, 5).selectExpr("id", "id * 2 AS twice").write.parquet(str(out))
+    spark.range(0, 50, 1, 12).selectExpr("id", "id * 2 AS twice").write.parquet(str(out))
     files = sorted(str(p) for p in out.glob("*.parquet"))
     uris = ["file://" + files[0]] + files[1:]
-    stats = shim.footer_stats(uris)
+    if where == "executors":
+        monkeypatch.setattr(bridge, "LOCAL_DRIVER_FOOTER_LIMIT", 0)
+    group = f"footers-{where}"
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        stats = shim.footer_stats(uris)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)) == (where == "executors")
+    assert len(uris) > bridge.DRIVER_FOOTER_LIMIT
     assert [s["path"] for s in stats] == uris
     assert sum(s["rowCount"] for s in stats) == 50
     assert all(c["fieldId"] is None for s in stats for c in s["columns"])
@@ -329,7 +343,7 @@ _FRESH_JVM_SCRIPT = textwrap.dedent("""
     shim = load_shim(spark)
     shim.register_bucket_udf()
     files = [f.path for f in shim.list(out + "/pq") if f.path.endswith(".parquet")]
-    [stats] = shim.footer_stats(files)  # read on executors
+    [stats] = shim.footer_stats(files)
     row = spark.range(0, 1, 1, 1).selectExpr("pyice_bucket(16, id + 34)", "pyice_bucket(16, 'iceberg')").collect()[0]
     shim.register_deletion_vector_udfs()
     dv = (spark.range(0, 1, 1, 1).selectExpr("pyice_dv_serialize(array(id + 6, id + 1, id + 4)) b")

@@ -10,6 +10,10 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -67,6 +71,49 @@ public final class FooterStats {
         } finally {
             jsc.setLocalProperty("spark.job.description", previous);
             confBytes.destroy();
+        }
+    }
+
+    /**
+     * Summarises {@code paths} on the driver, {@code threads} at a time, as a JSON array in input order: for a
+     * few files, or files on a local disk, where a Spark job costs more than the reads.
+     */
+    public static String footerStatsOnDriver(List<String> paths, Configuration conf, int threads)
+            throws IOException {
+        if (paths.size() <= 1) {
+            return paths.isEmpty() ? "[]" : "[" + named(paths.get(0), conf) + "]";
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(threads, paths.size())), r -> {
+            Thread t = new Thread(r, "pyice-footers");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<Future<String>> reads = new ArrayList<>();
+            for (String path : paths) {
+                reads.add(pool.submit(() -> named(path, conf)));
+            }
+            List<String> out = new ArrayList<>();
+            for (Future<String> read : reads) {
+                out.add(read.get());
+            }
+            return "[" + String.join(",", out) + "]";
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof IOException ? (IOException) e.getCause() : new IOException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while reading Parquet footers", e);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** {@link #footerJson}, its failure naming the file. */
+    private static String named(String path, Configuration conf) throws IOException {
+        try {
+            return footerJson(path, conf);
+        } catch (IOException | RuntimeException e) {
+            throw new IOException("cannot read the Parquet footer of " + path + ": " + e, e);
         }
     }
 
@@ -205,12 +252,7 @@ public final class FooterStats {
             Configuration conf = fromBytes(confBytes.value());
             List<String> out = new ArrayList<>();
             while (paths.hasNext()) {
-                String path = paths.next();
-                try {
-                    out.add(footerJson(path, conf));
-                } catch (IOException | RuntimeException e) {
-                    throw new IOException("cannot read the Parquet footer of " + path + ": " + e, e);
-                }
+                out.add(named(paths.next(), conf));
             }
             return out.iterator();
         }
