@@ -30,10 +30,10 @@ import org.apache.spark.sql.SparkSession;
 
 /**
  * The deleted positions of data files, loaded inside Spark tasks from the delete files the planner paired with
- * each of them: the rows of its position delete files whose {@code file_path} names it (each delete file read
- * once per task, column by column with parquet-hadoop's column readers, projected to {@code file_path} and
- * {@code pos}) and the positions of its
- * deletion vector (the blob range of the Puffin file, decoded by {@link DeletionVectors#positionsAt}). Paths
+ * each of them: the rows of its position delete files whose {@code file_path} names it (read column by column
+ * with parquet-hadoop's column readers, projected to {@code file_path} and {@code pos}; a delete file naming
+ * several data files is read once per task) and the positions of its deletion vector (the blob range of the
+ * Puffin file, decoded by {@link DeletionVectors#positionsAt}). Paths
  * compare without their {@code file:} prefix, as pyice_sql's Python side compares them
  * ({@code spark_paths.local_key}).
  *
@@ -159,7 +159,10 @@ final class DeleteLoader implements Serializable {
         return distinct == all.length ? all : Arrays.copyOf(all, distinct);
     }
 
-    /** A position delete file's rows grouped by data file (path without {@code file:}), read once per task. */
+    /**
+     * A position delete file's rows grouped by data file (path without {@code file:}), read once per task when
+     * it names several data files.
+     */
     private Map<String, long[]> positionFile(String file) throws IOException {
         if (positionFiles == null) {
             positionFiles = new HashMap<>();
@@ -206,7 +209,9 @@ final class DeleteLoader implements Serializable {
         for (Map.Entry<String, LongList> e : grouped.entrySet()) {
             rows.put(e.getKey(), e.getValue().toArray());
         }
-        positionFiles.put(file, rows);
+        if (rows.size() > 1) {  // kept for the task's other data files; a file-scoped one serves its file once
+            positionFiles.put(file, rows);
+        }
         return rows;
     }
 
