@@ -60,8 +60,16 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile],
     if not targets:
         return []
     by_digest = {_path_digest(p): f for p, f in targets.items()}
-    rows = (deletes.withColumn(_TARGET, F.sha2(F.col("_file"), 256))
-            .repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "_pos"))
+    rows = deletes.withColumn(_TARGET, F.sha2(F.col("_file"), 256))
+    # Folding makes the write far bigger than its shuffle (a file's previous positions join after
+    # it), so the partitions are not left to AQE, which would coalesce them by the shuffle's size
+    # (one task for all files): one per touched file, up to the cluster's parallelism.
+    if previous is not None:
+        rows = rows.repartition(max(1, min(len(targets), deletes.sparkSession.sparkContext.defaultParallelism)),
+                                F.col(_TARGET))
+    else:
+        rows = rows.repartition(F.col(_TARGET))
+    rows = rows.sortWithinPartitions(_TARGET, "_pos")
     window = Window.partitionBy(_TARGET).orderBy("_pos")
     if per_file is not None:
         rows = per_file(rows, window)
