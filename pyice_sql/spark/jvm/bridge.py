@@ -349,6 +349,11 @@ class ShimHandle:
         return self._call("PositionDeleteFilter", "liveRows", self._spark._jsparkSession, spec, self._conf(),
                           path, pos)
 
+    def write_position_delete_files(self, rows: Any, targets: str, previous: str | None, codec: str) -> str:
+        """PositionDeleteWriter.write: writes the delete files of the JVM Dataset `rows` in its tasks and
+        returns their footer summaries, a JSON array (see write/delete_writer.py)."""
+        return self._call("PositionDeleteWriter", "write", rows, targets, previous, self._conf(), codec)
+
     def deleted_positions(self, spec: str, path: Any) -> Any:
         """The JVM Column of PositionDeleteFilter.deletedPositions over the JVM column `path` (see
         read/file_keys.py for `spec`)."""

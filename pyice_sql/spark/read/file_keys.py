@@ -61,7 +61,7 @@ def live_rows(spark: SparkSession, tasks: list[FileScanTask], keys: list[int], p
     then names it)."""
     from pyice_sql.spark.jvm.bridge import load_shim
 
-    spec = _spec([(key, t.file.file_path, t.deletes) for t, key in zip(tasks, keys)])
+    spec = deletes_spec([(key, t.file.file_path, t.deletes) for t, key in zip(tasks, keys)])
     return None if spec is None else _column(load_shim(spark).live_rows(spec, path._jc, pos._jc))
 
 
@@ -73,7 +73,7 @@ def deleted_positions(spark: SparkSession, deletes: dict[str, list[ManifestEntry
     its blob's place: the caller then reads the delete rows as a DataFrame."""
     paths = list(deletes)
     keys = file_keys(spark, paths)
-    spec = None if keys is None else _spec([(k, p, deletes[p]) for k, p in zip(keys, paths)])
+    spec = None if keys is None else deletes_spec([(k, p, deletes[p]) for k, p in zip(keys, paths)])
     if spec is None:
         return None
     from pyice_sql.spark.jvm.bridge import load_shim
@@ -82,8 +82,8 @@ def deleted_positions(spark: SparkSession, deletes: dict[str, list[ManifestEntry
     return lambda path: _column(shim.deleted_positions(spec, path._jc))
 
 
-def _spec(files: list[tuple[int, str, Iterable[ManifestEntry]]]) -> str | None:
-    """The spec PositionDeleteFilter.java reads: per (key, data file path, delete entries) with a
+def deletes_spec(files: list[tuple[int, str, Iterable[ManifestEntry]]]) -> str | None:
+    """The spec DeleteLoader.java reads: per (key, data file path, delete entries) with a
     position delete, a record of its key, path and one field per delete file or DV; None when a DV
     entry lacks its blob's place."""
     records = []

@@ -7,9 +7,9 @@ check cardinality, fails the job on a target row in two matched pairs. The count
 result row are Spark observations of the two writes, and the files touched are the ones that
 got a delete file. The existing file-scoped position deletes of a data file that gets new
 deletes are folded into its new delete file, so a reader opens at most one delete file per data
-file (as Iceberg Java 1.10 does for v2 tables): the write task reads them for that file only
-(`deleted_positions`, the JVM shim); without the shim, those of every file read ride along in the
-shuffle and are kept only for data files that get new deletes.
+file (as Iceberg Java 1.10 does for v2 tables): the JVM shim's delete writer reads them in the
+write task for that file only (write/delete_writer.py); with Spark's writer (no shim), those of
+every file read ride along in the shuffle and are kept only for data files that get new deletes.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ import uuid
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
 from pyice_sql.core.plan.nodes import DELETE
-from pyice_sql.spark.read.file_keys import deleted_positions
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
 from pyice_sql.spark.rowlevel.context import (
@@ -26,7 +25,7 @@ from pyice_sql.spark.rowlevel.context import (
     matched, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import write_data_files
-from pyice_sql.spark.write.delete_writer import write_position_deletes
+from pyice_sql.spark.write.delete_writer import target_keys, write_position_deletes
 
 OLD = "__old"  # a position from an existing delete file being folded
 _KEEP = "__keep"
@@ -40,17 +39,18 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
         F.lit(False).alias(OLD))
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
-    previous = deleted_positions(w.spark, folded) if folded else None
-    unioned = bool(folded) and previous is None
-    if unioned:  # no shim: the previous delete rows of every file read ride along in the shuffle
+    targets = {t.file.file_path: t.file for t in w.tasks}
+    keys = target_keys(w.spark, targets, folded)
+    unioned = bool(folded) and keys is None
+    if unioned:  # Spark's writer: the previous delete rows of every file read ride along in the shuffle
         old = read_position_deletes(w.spark, [d.data_file for ds in folded.values() for d in ds])
         rows = rows.unionByName(old.select("_file", "_pos", F.lit(None).cast("int").alias(OP),
                                            F.lit(True).alias(OLD)))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
     delete_files = write_position_deletes(
-        rows, {t.file.file_path: t.file for t in w.tasks}, w.write,
+        rows, targets, w.write,
         lambda r, window: per_file(r, window, check, unioned).observe(
-            deletes, op_count(DELETE).alias("deleted")), previous)
+            deletes, op_count(DELETE).alias("deleted")), keys, folded)
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0

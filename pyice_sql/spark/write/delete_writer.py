@@ -3,29 +3,42 @@
 Each delete file holds the deleted positions of exactly one data file, sorted by position,
 and is recorded in that data file's spec and partition with `referenced_data_file` set, so
 every reader (Java, PyIceberg by its equal file_path bounds, DuckDB) scopes it to that one
-file. The `file_path` strings are the data file's manifest path, byte for byte. Rows are
-routed to their delete file by the SHA-256 of that path, computed in the job and used as the
-output folder of a staging write: no table of targets is shipped to the executors (a broadcast
-costs a Spark job), and the driver maps each folder back to its data file by the same digest.
-Each file then moves to Iceberg's place for it (its data file's partition folder, named
-`<task>-0-<operation id>-<count>-deletes.parquet`, see write/locations.py).
+file. The `file_path` strings are the data file's manifest path, byte for byte. Each file is
+named and placed as Iceberg places it (its data file's partition folder,
+`<n>-0-<operation id>-<count>-deletes.parquet`, see write/locations.py).
+
+Two writers:
+- In the tasks (the JVM shim's PositionDeleteWriter.java, as Iceberg Java's delta writer): rows
+  are partitioned and sorted by the data file's 64-bit key (read/file_keys.py) and position; each
+  task streams a data file's positions, merged with the previous ones it folds, into that file's
+  delete file at its final place, and hands back the footer summary. No staging folder, second
+  sort, footer read or move. The driver plans each target's file name up front (one per data
+  file, so a retried task overwrites its failed attempt's file).
+- Spark's Parquet writer, where the shim cannot load (Spark Connect) or two targets share a key:
+  rows are routed to their delete file by the SHA-256 of the path, used as the output folder of a
+  staging write, which the driver maps back to the data file by the same digest; each file then
+  moves to its place.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Callable
 
-from pyspark.sql import Column, DataFrame, Window, WindowSpec, functions as F
+from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec, functions as F
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
 from pyice_sql.core.model import types as it
-from pyice_sql.core.model.manifest import DataFile, FileContent
+from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.spark.read.file_keys import deletes_spec, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
-from pyice_sql.core.format.locations import data_location, new_operation_id, partition_to_path
+from pyice_sql.core.format.locations import (
+    data_location, file_name, new_file_location, new_operation_id, partition_to_path,
+)
 from pyice_sql.spark.write.stats import data_file_from_footer
 
 DELETE_SCHEMA = Schema((
@@ -36,56 +49,94 @@ _FULL_METRICS = {props.DEFAULT_WRITE_METRICS_MODE: "full"}
 # Folder key of each delete file: not `_`-prefixed, or remove_orphan_files (Iceberg skips hidden
 # paths) could never clean up the delete files of a failed commit.
 _TARGET = "target_file"
-_FIRST = "__first"
+_KEY = "__file_key"
+# separators of PositionDeleteWriter.java's targets spec: records, fields
+_RECORD, _FIELD = "\0", "\1"
 
 
 PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
 
 
-def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile],
-                           ctx: WriteContext, per_file: PerFile | None = None,
-                           previous: Callable[[Column], Column] | None = None) -> list[DataFile]:
+def target_keys(spark: SparkSession, targets: dict[str, DataFile],
+                folded: dict[str, list[ManifestEntry]]) -> list[int] | None:
+    """The targets' 64-bit keys when the delete files can be written in the tasks, which then also
+    fold the previous deletes `folded` (per data file path); None: Spark's writer (no shim, two
+    targets share a key, or a previous delete the shim cannot read)."""
+    keys = file_keys(spark, list(targets)) if targets else None
+    if keys is None or (folded and deletes_spec([(0, p, entries) for p, entries in folded.items()]) is None):
+        return None
+    return keys
+
+
+def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
+                           per_file: PerFile | None = None, keys: list[int] | None = None,
+                           folded: dict[str, list[ManifestEntry]] | None = None) -> list[DataFile]:
     """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
 
     `targets` maps data file paths to their DataFile, whose spec and partition the delete file
-    inherits; a target without rows gets no delete file, rows of a path not in `targets` are
-    dropped (staged, then discarded with the staging folder).
+    inherits; a target without rows gets no delete file.
     `per_file`, when given, sees the rows once they are grouped by data file and sorted by
     position, with the window over one data file's rows in that order, and returns the rows to
     write (the caller's dedup, checks and counts ride in the same job as the write).
-    `previous`, when given, maps the `_file` column to the data file's previous deleted positions
-    (read/file_keys.py `deleted_positions`): they are folded into its new delete file, asked once
-    per data file that has a row to write (never one of the rows).
+    `keys` (from `target_keys`) selects the in-task writer; `folded` then maps data file paths to
+    the previous delete entries whose positions their new delete file takes over.
     """
     if not targets:
         return []
-    by_digest = {_path_digest(p): f for p, f in targets.items()}
-    rows = deletes.withColumn(_TARGET, F.sha2(F.col("_file"), 256))
-    # Folding makes the write far bigger than its shuffle (a file's previous positions join after
-    # it), so the partitions are not left to AQE, which would coalesce them by the shuffle's size
-    # (one task for all files): one per touched file, up to the cluster's parallelism.
-    if previous is not None:
-        rows = rows.repartition(max(1, min(len(targets), deletes.sparkSession.sparkContext.defaultParallelism)),
-                                F.col(_TARGET))
-    else:
-        rows = rows.repartition(F.col(_TARGET))
-    rows = rows.sortWithinPartitions(_TARGET, "_pos")
-    window = Window.partitionBy(_TARGET).orderBy("_pos")
+    if keys is not None:
+        return _write_in_tasks(deletes, targets, ctx, per_file, keys, folded or {})
+    return _write_with_spark(deletes, targets, ctx, per_file)
+
+
+def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
+                    keys: list[int], folded: dict[str, list[ManifestEntry]]) -> list[DataFile]:
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    spark = deletes.sparkSession
+    key_of = dict(zip(targets, keys))
+    operation_id = new_operation_id(deletes=True)
+    specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
+    outputs = {path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
+                                       file_name(i, 0, operation_id, 1, deletes=True))
+               for i, (path, f) in enumerate(targets.items())}
+    # the partitions are not left to AQE, which would coalesce them by the shuffle's size: folding
+    # adds each file's previous positions after it (one task would write every file)
+    tasks = max(1, min(len(targets), spark.sparkContext.defaultParallelism))
+    rows = (deletes.withColumn(_KEY, F.xxhash64(F.col("_file")))
+            .repartition(tasks, F.col(_KEY)).sortWithinPartitions(_KEY, "_pos"))
     if per_file is not None:
-        rows = per_file(rows, window)
-    if previous is not None:
-        rows = rows.withColumn(_FIRST, F.lag("_pos").over(window).isNull())  # the file's first row to write
-        pos = F.array(F.col("_pos").cast("long"))
-        positions = F.when(F.col(_FIRST), F.concat(pos, previous(F.col("_file")))).otherwise(pos)
-        rows = (rows.select("_file", _TARGET, F.explode(positions).alias("_pos"))
-                .sortWithinPartitions(_TARGET, "_pos"))
+        rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))
+    rows = rows.select(_KEY, "_file", F.col("_pos").cast("long"))
+    spec = _RECORD.join(f"{key_of[p]}{_FIELD}{out}" for p, out in outputs.items())
+    previous = deletes_spec([(key_of[p], p, entries) for p, entries in folded.items()]) if folded else None
+    try:
+        footers = load_shim(spark).write_position_delete_files(rows._jdf, spec, previous, _codec(ctx))
+    except BaseException:
+        for out in outputs.values():  # the files of the tasks that finished
+            ctx.io.delete(out)
+        raise
+    data_file_of = {out: targets[p] for p, out in outputs.items()}
+    written = [data_file_from_footer(f, DELETE_SCHEMA, _FULL_METRICS, f["path"], data_file_of[f["path"]].partition,
+                                     data_file_of[f["path"]].spec_id, FileContent.POSITION_DELETES,
+                                     referenced_data_file=data_file_of[f["path"]].file_path)
+               for f in json.loads(footers)]
+    fault_point("delete-files")
+    return written
+
+
+def _write_with_spark(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
+                      per_file: PerFile | None) -> list[DataFile]:
+    by_digest = {_path_digest(p): f for p, f in targets.items()}
+    rows = (deletes.withColumn(_TARGET, F.sha2(F.col("_file"), 256))
+            .repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "_pos"))
+    if per_file is not None:
+        rows = per_file(rows, Window.partitionBy(_TARGET).orderBy("_pos"))
     rows = rows.select(F.col("_file").alias("file_path", metadata={FIELD_ID_KEY: 2147483546}),
                        F.col("_pos").cast("long").alias("pos", metadata={FIELD_ID_KEY: 2147483545}),
                        F.col(_TARGET))
     operation_id = new_operation_id(deletes=True)
     out_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
-    codec = ctx.properties.get(props.DELETE_PARQUET_COMPRESSION,
-                               ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT)).lower()
+    codec = _codec(ctx)
     (rows.write.mode("error").options(**NO_SUCCESS_MARKER)
      .option("compression", "none" if codec == "uncompressed" else codec)
      .partitionBy(_TARGET).parquet(out_dir))
@@ -103,6 +154,12 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile],
     ctx.io.delete_tree(out_dir)
     fault_point("delete-files")
     return out
+
+
+def _codec(ctx: WriteContext) -> str:
+    """The delete files' Parquet compression codec from the table's properties (lower case)."""
+    return ctx.properties.get(props.DELETE_PARQUET_COMPRESSION,
+                              ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT)).lower()
 
 
 def _path_digest(path: str) -> str:

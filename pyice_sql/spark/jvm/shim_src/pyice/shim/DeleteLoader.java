@@ -246,21 +246,4 @@ final class DeleteLoader implements Serializable {
         }
         return "/" + path.substring(i);
     }
-
-    /** A growable array of longs (positions of one data file in one delete file). */
-    private static final class LongList {
-        private long[] values = new long[16];
-        private int size;
-
-        void add(long v) {
-            if (size == values.length) {
-                values = Arrays.copyOf(values, size * 2);
-            }
-            values[size++] = v;
-        }
-
-        long[] toArray() {
-            return Arrays.copyOf(values, size);
-        }
-    }
 }

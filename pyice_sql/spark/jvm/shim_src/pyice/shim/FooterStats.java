@@ -124,6 +124,11 @@ public final class FooterStats {
         try (ParquetFileReader reader = ParquetFileReader.open(file)) {
             footer = reader.getFooter();
         }
+        return summary(path, file.getLength(), footer);
+    }
+
+    /** The summary of a Parquet file of {@code length} bytes whose footer is {@code footer}. */
+    static String summary(String path, long length, ParquetMetadata footer) {
         Map<ColumnPath, Column> columns = new LinkedHashMap<>();
         for (ColumnDescriptor d : footer.getFileMetaData().getSchema().getColumns()) {
             columns.put(ColumnPath.get(d.getPath()), new Column(d));
@@ -151,7 +156,7 @@ public final class FooterStats {
         StringBuilder sb = new StringBuilder(256 + 256 * columns.size()).append('{');
         Json.key(sb, "path");
         Json.str(sb, path).append(',');
-        Json.key(sb, "length").append(file.getLength()).append(',');
+        Json.key(sb, "length").append(length).append(',');
         Json.key(sb, "rowCount").append(rows).append(',');
         Json.key(sb, "rowGroups").append(footer.getBlocks().size()).append(',');
         Json.key(sb, "splitOffsets").append('[');

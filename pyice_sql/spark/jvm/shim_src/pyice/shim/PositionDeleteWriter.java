@@ -1,0 +1,222 @@
+package pyice.shim;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.hadoop.ParquetFileWriter;
+import org.apache.parquet.hadoop.ParquetWriter;
+import org.apache.parquet.hadoop.api.WriteSupport;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.hadoop.util.HadoopOutputFile;
+import org.apache.parquet.io.OutputFile;
+import org.apache.parquet.io.api.Binary;
+import org.apache.parquet.io.api.RecordConsumer;
+import org.apache.parquet.schema.LogicalTypeAnnotation;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
+import org.apache.parquet.schema.Types;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+
+/**
+ * Merge-on-read position delete files written by the tasks that hold their rows, as Iceberg Java's delta writer
+ * does: one file per data file, its positions (this statement's, merged with the file's previous ones when they
+ * are folded) streamed in order into Parquet, and the file's footer summary ({@link FooterStats}) handed back to
+ * the driver. So the write needs no second sort of the folded rows, no staging folder to list, no footers to read
+ * again and no files to move.
+ *
+ * <p>The rows are {@code (key, path, pos)}: the data file's 64-bit key, its path as manifests spell it (written
+ * as {@code file_path}) and a position, partitioned by key and sorted by key and position, each position once.
+ * The targets spec (a broadcast string) maps each key to the file to write, records separated by U+0000 and
+ * fields by U+0001: key, output path. The file name is fixed per data file, so a retried task overwrites what a
+ * failed attempt left.
+ */
+public final class PositionDeleteWriter implements MapPartitionsFunction<Row, String> {
+    private static final long serialVersionUID = 1L;
+    private static final String RECORD = "\u0000";
+    private static final String FIELD = "\u0001";
+    static final MessageType SCHEMA = Types.buildMessage()
+        .required(PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).id(2147483546).named("file_path")
+        .required(PrimitiveTypeName.INT64).id(2147483545).named("pos")
+        .named("table");
+
+    /** Parsed targets specs on this JVM by broadcast id. */
+    private static final Map<Long, Map<Long, String>> PARSED = Collections.synchronizedMap(
+        new LinkedHashMap<Long, Map<Long, String>>(16, 0.75f, true) {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, Map<Long, String>> eldest) {
+                return size() > 8;
+            }
+        });
+
+    private final Broadcast<String> targets;
+    private final Broadcast<byte[]> conf;
+    private final DeleteLoader previous;  // null: nothing to fold
+    private final String codec;
+
+    private PositionDeleteWriter(Broadcast<String> targets, Broadcast<byte[]> conf, DeleteLoader previous,
+                                 String codec) {
+        this.targets = targets;
+        this.conf = conf;
+        this.previous = previous;
+        this.codec = codec;
+    }
+
+    /**
+     * Writes the delete files of {@code rows} (see the class comment) and returns their footer summaries as a
+     * JSON array. {@code previousSpec} ({@link DeleteLoader}, keyed like the rows; null when nothing is folded)
+     * names the delete files whose positions each data file's new file takes over; {@code codec} is a Parquet
+     * compression codec name ({@code zstd}, {@code snappy}, {@code gzip}, {@code uncompressed}, ...).
+     */
+    public static String write(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
+                               String codec) throws IOException {
+        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(rows.sparkSession().sparkContext());
+        CompressionCodecName.fromConf(codec);  // an unknown codec fails here, not in the tasks
+        Broadcast<String> shipped = jsc.broadcast(targets);
+        PARSED.put(shipped.id(), parse(targets));
+        DeleteLoader loader = previousSpec == null ? null : DeleteLoader.ship(rows.sparkSession(), previousSpec, conf);
+        PositionDeleteWriter writer = new PositionDeleteWriter(
+            shipped, jsc.broadcast(FooterStats.toBytes(conf)), loader, codec);
+        List<String> out = rows.mapPartitions(writer, Encoders.STRING()).collectAsList();
+        return "[" + String.join(",", out) + "]";
+    }
+
+    private static Map<Long, String> parse(String spec) {
+        Map<Long, String> byKey = new HashMap<>();
+        for (String record : spec.split(RECORD, -1)) {
+            if (!record.isEmpty()) {
+                String[] fields = record.split(FIELD, -1);
+                byKey.put(Long.parseLong(fields[0]), fields[1]);
+            }
+        }
+        return byKey;
+    }
+
+    @Override
+    public Iterator<String> call(Iterator<Row> rows) throws IOException {
+        Map<Long, String> outputs = PARSED.computeIfAbsent(targets.id(), id -> parse(targets.value()));
+        Configuration hadoopConf = FooterStats.fromBytes(conf.value());
+        List<String> out = new ArrayList<>();
+        long key = 0;
+        String dataFile = null;
+        LongList positions = new LongList();
+        while (rows.hasNext()) {
+            Row row = rows.next();
+            if (dataFile != null && row.getLong(0) != key) {
+                out.add(writeFile(outputs, hadoopConf, key, dataFile, positions.toArray()));
+                positions = new LongList();
+            }
+            key = row.getLong(0);
+            dataFile = row.getString(1);
+            positions.add(row.getLong(2));
+        }
+        if (dataFile != null) {
+            out.add(writeFile(outputs, hadoopConf, key, dataFile, positions.toArray()));
+        }
+        return out.iterator();
+    }
+
+    private String writeFile(Map<Long, String> outputs, Configuration hadoopConf, long key, String dataFile,
+                             long[] fresh) throws IOException {
+        String output = outputs.get(key);
+        if (output == null) {
+            throw new IOException("no delete file planned for data file " + dataFile);
+        }
+        long[] positions = previous == null ? fresh : merge(fresh, previous.positions(key));
+        Path path = new Path(output);
+        ParquetWriter<Long> writer = new Builder(HadoopOutputFile.fromPath(path, hadoopConf), Binary.fromString(dataFile))
+            .withConf(hadoopConf)
+            .withCompressionCodec(CompressionCodecName.fromConf(codec))
+            .withWriteMode(ParquetFileWriter.Mode.OVERWRITE)
+            .build();
+        try {
+            for (long p : positions) {
+                writer.write(p);
+            }
+        } finally {
+            writer.close();
+        }
+        long length = path.getFileSystem(hadoopConf).getFileStatus(path).getLen();
+        return FooterStats.summary(output, length, writer.getFooter());
+    }
+
+    /** The union of two sorted arrays, in order (they are disjoint: the statement changed live rows only). */
+    static long[] merge(long[] a, long[] b) {
+        if (b.length == 0) {
+            return a;
+        }
+        long[] out = new long[a.length + b.length];
+        int i = 0;
+        int j = 0;
+        int n = 0;
+        while (i < a.length || j < b.length) {
+            out[n++] = j >= b.length || (i < a.length && a[i] <= b[j]) ? a[i++] : b[j++];
+        }
+        return out;
+    }
+
+    private static final class Builder extends ParquetWriter.Builder<Long, Builder> {
+        private final Binary dataFile;
+
+        Builder(OutputFile file, Binary dataFile) {
+            super(file);
+            this.dataFile = dataFile;
+        }
+
+        @Override
+        protected Builder self() {
+            return this;
+        }
+
+        @Override
+        protected WriteSupport<Long> getWriteSupport(Configuration conf) {
+            return new Positions(dataFile);
+        }
+    }
+
+    /** Writes one {@code (file_path, pos)} record per position, the path the same for all. */
+    private static final class Positions extends WriteSupport<Long> {
+        private final Binary dataFile;
+        private RecordConsumer consumer;
+
+        Positions(Binary dataFile) {
+            this.dataFile = dataFile;
+        }
+
+        @Override
+        public WriteContext init(Configuration configuration) {
+            return new WriteContext(SCHEMA, Collections.emptyMap());
+        }
+
+        @Override
+        public void prepareForWrite(RecordConsumer recordConsumer) {
+            consumer = recordConsumer;
+        }
+
+        @Override
+        public void write(Long pos) {
+            consumer.startMessage();
+            consumer.startField("file_path", 0);
+            consumer.addBinary(dataFile);
+            consumer.endField("file_path", 0);
+            consumer.startField("pos", 1);
+            consumer.addLong(pos);
+            consumer.endField("pos", 1);
+            consumer.endMessage();
+        }
+    }
+}
