@@ -5,9 +5,7 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -52,15 +50,7 @@ final class DeleteLoader implements Serializable {
     private static final String NUMBER = "\u0002";
 
     /** Parsed specs on this JVM by broadcast id, so the tasks of one scan parse its spec once. */
-    private static final Map<Long, Map<Long, DataFileDeletes>> PARSED = Collections.synchronizedMap(
-        new LinkedHashMap<Long, Map<Long, DataFileDeletes>>(16, 0.75f, true) {
-            private static final long serialVersionUID = 1L;
-
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<Long, Map<Long, DataFileDeletes>> eldest) {
-                return size() > 8;
-            }
-        });
+    private static final Map<Long, Map<Long, DataFileDeletes>> PARSED = RecentSpecs.create(8);
 
     // Broadcast as JDK types, so the block manager resolves them without the shim's class loader.
     private final Broadcast<String> spec;

@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -53,15 +52,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         .named("table");
 
     /** Parsed targets specs on this JVM by broadcast id. */
-    private static final Map<Long, Map<Long, String>> PARSED = Collections.synchronizedMap(
-        new LinkedHashMap<Long, Map<Long, String>>(16, 0.75f, true) {
-            private static final long serialVersionUID = 1L;
-
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<Long, Map<Long, String>> eldest) {
-                return size() > 8;
-            }
-        });
+    private static final Map<Long, Map<Long, String>> PARSED = RecentSpecs.create(8);
 
     private final Broadcast<String> targets;
     private final Broadcast<byte[]> conf;
