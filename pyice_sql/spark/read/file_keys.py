@@ -15,10 +15,11 @@ Three uses:
   reading every delete row, building a hash table on the driver, broadcasting and probing it.
 - `file_key`: the key column the reader's per-file facts table (`_file`, partition, sequence
   number) is joined on.
-- `deleted_positions`: the same per-file loading for the merge-on-read writers, which fold a
-  changed data file's previous deletes into its new delete file or DV: asked once per changed
-  file in the write tasks, so the previous deletes of the files a statement reads but does not
-  change are never read (nor shuffled).
+- `deleted_positions` (and `deletes_spec`, which the v2 delete writer hands to the shim): the
+  same per-file loading for the merge-on-read writers, which fold a changed data file's previous
+  deletes into its new DV or delete file: asked once per changed file in the write tasks, so the
+  previous deletes of the files a statement reads but does not change are never read (nor
+  shuffled).
 On Spark Connect, where the shim cannot load, none applies: the reader joins on strings and the
 writers read the previous delete rows as a DataFrame.
 """

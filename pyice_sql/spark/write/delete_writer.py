@@ -13,7 +13,8 @@ Two writers:
   task streams a data file's positions, merged with the previous ones it folds, into that file's
   delete file at its final place, and hands back the footer summary. No staging folder, second
   sort, footer read or move. The driver plans each target's file name up front (one per data
-  file, so a retried task overwrites its failed attempt's file).
+  file, so a retried task overwrites its failed attempt's file; with speculative execution on,
+  two live attempts would write one file, so Spark's writer is used).
 - Spark's Parquet writer, where the shim cannot load (Spark Connect) or two targets share a key:
   rows are routed to their delete file by the SHA-256 of the path, used as the output folder of a
   staging write, which the driver maps back to the data file by the same digest; each file then
@@ -33,6 +34,7 @@ from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.spark.connect_backend import is_connect
 from pyice_sql.spark.read.file_keys import deletes_spec, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
@@ -61,8 +63,12 @@ def target_keys(spark: SparkSession, targets: dict[str, DataFile],
                 folded: dict[str, list[ManifestEntry]]) -> list[int] | None:
     """The targets' 64-bit keys when the delete files can be written in the tasks, which then also
     fold the previous deletes `folded` (per data file path); None: Spark's writer (no shim, two
-    targets share a key, or a previous delete the shim cannot read)."""
-    keys = file_keys(spark, list(targets)) if targets else None
+    targets share a key, a previous delete the shim cannot read, or speculative execution, whose
+    second attempt of a task would write the same file as the first: Spark's commit protocol
+    keeps one)."""
+    if not targets or is_connect(spark) or spark.sparkContext.getConf().get("spark.speculation", "false") == "true":
+        return None
+    keys = file_keys(spark, list(targets))
     if keys is None or (folded and deletes_spec([(0, p, entries) for p, entries in folded.items()]) is None):
         return None
     return keys
