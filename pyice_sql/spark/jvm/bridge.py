@@ -349,6 +349,11 @@ class ShimHandle:
         return self._call("PositionDeleteFilter", "liveRows", self._spark._jsparkSession, spec, self._conf(),
                           path, pos)
 
+    def file_facts(self, table: str, types: list[str], key: Any) -> list[Any]:
+        """FileFacts.columns: one JVM Column per fact of `table`, typed by `types` (see
+        read/file_keys.py), over the JVM column `key`."""
+        return list(self._call("FileFacts", "columns", self._spark._jsparkSession, table, ",".join(types), key))
+
     def write_position_delete_files(self, rows: Any, targets: str, previous: str | None, codec: str) -> str:
         """PositionDeleteWriter.write: writes the delete files of the JVM Dataset `rows` in its tasks and
         returns their footer summaries, a JSON array (see write/delete_writer.py)."""

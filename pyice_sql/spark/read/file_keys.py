@@ -13,8 +13,10 @@ Three uses:
   Iceberg Java applies them (`PositionDeleteFilter.java`: per data file, its delete files and
   DV blobs as the planner paired them, loaded in the task on the file's first row), instead of
   reading every delete row, building a hash table on the driver, broadcasting and probing it.
-- `file_key`: the key column the reader's per-file facts table (`_file`, partition, sequence
-  number) is joined on.
+- `lookup_facts`: the reader's per-file facts (`_file`, partition, sequence number) looked up by
+  the key in a table shipped once (FileFacts.java), one column per fact: no broadcast join,
+  whose broadcast is a job every row-level scan waited for; unused facts are pruned, and an
+  UPDATE or DELETE looks up those of its matching rows only.
 - `deleted_positions` (and `deletes_spec`, which the v2 delete writer hands to the shim): the
   same per-file loading for the merge-on-read writers, which fold a changed data file's previous
   deletes into its new DV or delete file: asked once per changed file in the write tasks, so the
@@ -64,6 +66,21 @@ def live_rows(spark: SparkSession, tasks: list[FileScanTask], keys: list[int], p
 
     spec = deletes_spec([(key, t.file.file_path, t.deletes) for t, key in zip(tasks, keys)])
     return None if spec is None else _column(load_shim(spark).live_rows(spec, path._jc, pos._jc))
+
+
+def lookup_facts(spark: SparkSession, facts: dict[int, tuple], types: list[str], key: Column) -> list[Column] | None:
+    """Per data file fact, a column over the rows' file `key` column giving that fact of the row's
+    file: `facts` maps each scanned file's key to its facts, typed by `types` (`string`, `int`,
+    `bigint`). None when a string fact holds a separator of the shipped table (the caller joins)."""
+    records = []
+    for k, values in facts.items():
+        fields = [str(k)] + ["" if v is None else str(v) for v in values]
+        if any(_RECORD in f or _FIELD in f for f in fields):
+            return None
+        records.append(_FIELD.join(fields))
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    return [_column(c) for c in load_shim(spark).file_facts(_RECORD.join(records), types, key._jc)]
 
 
 def deleted_positions(spark: SparkSession, deletes: dict[str, list[ManifestEntry]]) -> Callable[[Column], Column] | None:

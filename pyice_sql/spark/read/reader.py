@@ -8,9 +8,9 @@ DataFrame and removed with a broadcast left-anti join on (file, row position). E
 are removed with a left-anti join on their columns (null-safe), limited to older data in the
 same partition. Row identity comes from Spark's hidden `_metadata` column:
 `file_path` (a URI, percent-encoded) and `row_index`. The rows keep Spark's raw `file_path`:
-each planned file's Spark spelling is computed once on the driver (`spark_paths`), and the small
-per-file table (`_file`, partition, sequence number of each file) is joined on its 64-bit key
-(`file_keys`), or on the spelling itself where the shim is absent.
+each planned file's Spark spelling is computed once on the driver (`spark_paths`), and the
+per-file facts (`_file`, partition, sequence number of each file) are looked up by its 64-bit key
+(`file_keys`), or joined on the spelling itself from a small table where the shim is absent.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.local_relation import local_rows
-from pyice_sql.spark.read.file_keys import file_key, file_keys, live_rows
+from pyice_sql.spark.read.file_keys import file_key, file_keys, live_rows, lookup_facts
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
 from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
@@ -41,6 +41,12 @@ DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545
 _KEY = "__path_key"
 _SPARK_PATH = "__spark_path"  # `_metadata.file_path` as Spark reports it
 _FILE_KEY = "__file_key"  # its 64-bit key (file_keys.py)
+# the facts of a scanned row's data file, by which it is written back (`_file`, `_spec_id`,
+# `_partition`), its position deletes joined (`__path_key`), its equality deletes scoped (`_seq`)
+# and its row ids inherited (`__first_row_id`)
+_FACTS = (T.StructField(FILE_COL, T.StringType()), T.StructField(_KEY, T.StringType()),
+          T.StructField(SPEC_COL, T.IntegerType()), T.StructField(PARTITION_COL, T.StringType()),
+          T.StructField(SEQ_COL, T.LongType()), T.StructField(FIRST_ROW_ID_COL, T.LongType()))
 # Position deletes are broadcast to the scan tasks while their estimated size stays below this;
 # beyond it Spark picks the join (a shuffle of the scan).
 _BROADCAST_DELETES_BYTES = 256 << 20
@@ -149,9 +155,9 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         return data
     pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
     eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
-    # the per-file table: joined when rows need their file's facts (on the 64-bit file key when the
-    # shim finds the scan's keys distinct, else on the path); a position-delete join then matches
-    # rows by its `__path_key`, so it needs no table of its own
+    # the per-file facts, when rows need them: looked up by the 64-bit file key when the shim finds
+    # the scan's keys distinct, else a small table joined on the path; a position-delete join then
+    # matches rows by their `__path_key`, so it needs no table of its own
     keyed = with_metadata or bool(eq_deletes)
     keys = file_keys(spark, [spellings[t.file.file_path] for t in tasks]) if keyed or pos_deletes else None
     hashed = keys is not None
@@ -161,18 +167,16 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     elif live_flag:
         data = data.withColumn(live_flag, F.lit(True))  # deletes (if any) are applied by the joins below
     if keyed:
-        files = local_rows(
-            spark, [(spellings[t.file.file_path], t.file.file_path, local_key(t.file.file_path), t.file.spec_id,
-                     partition_key(t.file), t.data_sequence_number, t.file.first_row_id) for t in tasks],
-            T.StructType([T.StructField(_SPARK_PATH, T.StringType()), T.StructField(FILE_COL, T.StringType()),
-                          T.StructField(_KEY, T.StringType()), T.StructField(SPEC_COL, T.IntegerType()),
-                          T.StructField(PARTITION_COL, T.StringType()), T.StructField(SEQ_COL, T.LongType()),
-                          T.StructField(FIRST_ROW_ID_COL, T.LongType())]))
-        if hashed:
-            files = files.select(file_key(F.col(_SPARK_PATH)).alias(_FILE_KEY), FILE_COL, _KEY, SPEC_COL,
-                                 PARTITION_COL, SEQ_COL, FIRST_ROW_ID_COL)
-            data = data.withColumn(_FILE_KEY, file_key(F.col(_SPARK_PATH))).join(F.broadcast(files), _FILE_KEY)
+        facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
+                  t.data_sequence_number, t.file.first_row_id) for t in tasks]
+        looked_up = lookup_facts(spark, dict(zip(keys, facts)), [f.dataType.simpleString() for f in _FACTS],
+                                 F.col(_FILE_KEY)) if hashed else None
+        if looked_up is not None:
+            data = data.withColumn(_FILE_KEY, file_key(F.col(_SPARK_PATH))).select(
+                "*", *[c.alias(f.name) for c, f in zip(looked_up, _FACTS)])
         else:
+            files = local_rows(spark, [(spellings[t.file.file_path], *f) for t, f in zip(tasks, facts)],
+                               T.StructType([T.StructField(_SPARK_PATH, T.StringType()), *_FACTS]))
             data = data.join(F.broadcast(files), _SPARK_PATH)
     if pos_deletes:
         data = _apply_position_deletes(spark, data, pos_deletes, spellings, keyed)

@@ -25,7 +25,7 @@ from pyice_sql.spark.rowlevel.context import (
     matched, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import write_data_files
-from pyice_sql.spark.write.delete_writer import target_keys, write_position_deletes
+from pyice_sql.spark.write.delete_writer import in_task_targets, write_position_deletes
 
 OLD = "__old"  # a position from an existing delete file being folded
 _KEEP = "__keep"
@@ -40,8 +40,8 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
     targets = {t.file.file_path: t.file for t in w.tasks}
-    keys = target_keys(w.spark, targets, folded)
-    unioned = bool(folded) and keys is None
+    in_tasks = in_task_targets(w.spark, targets, folded)
+    unioned = bool(folded) and in_tasks is None
     if unioned:  # Spark's writer: the previous delete rows of every file read ride along in the shuffle
         old = read_position_deletes(w.spark, [d.data_file for ds in folded.values() for d in ds])
         rows = rows.unionByName(old.select("_file", "_pos", F.lit(None).cast("int").alias(OP),
@@ -50,7 +50,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     delete_files = write_position_deletes(
         rows, targets, w.write,
         lambda r, window: per_file(r, window, check, unioned).observe(
-            deletes, op_count(DELETE).alias("deleted")), keys, folded)
+            deletes, op_count(DELETE).alias("deleted")), in_tasks)
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
@@ -77,4 +77,4 @@ def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) ->
     if folding:
         whole_file = window.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
         keep = keep & (F.max(F.when(new & acting(), 1).otherwise(0)).over(whole_file) == 1)
-    return rows.withColumn(_KEEP, keep).where(F.col(_KEEP)).drop(_KEEP)
+    return rows.withColumn(_KEEP, keep).where(F.col(_KEEP))  # the writer selects its columns

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec, functions as F
 
@@ -59,24 +59,34 @@ _RECORD, _FIELD = "\0", "\1"
 PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
 
 
-def target_keys(spark: SparkSession, targets: dict[str, DataFile],
-                folded: dict[str, list[ManifestEntry]]) -> list[int] | None:
-    """The targets' 64-bit keys when the delete files can be written in the tasks, which then also
-    fold the previous deletes `folded` (per data file path); None: Spark's writer (no shim, two
-    targets share a key, a previous delete the shim cannot read, or speculative execution, whose
-    second attempt of a task would write the same file as the first: Spark's commit protocol
-    keeps one)."""
-    if not targets or is_connect(spark) or spark.sparkContext.getConf().get("spark.speculation", "false") == "true":
+class InTaskTargets(NamedTuple):
+    """What the in-task writer needs beyond the rows: each target's 64-bit key (in the order of
+    the targets), and the spec of the previous deletes it folds (None: folds nothing)."""
+
+    keys: list[int]
+    previous: str | None
+
+
+def in_task_targets(spark: SparkSession, targets: dict[str, DataFile],
+                    folded: dict[str, list[ManifestEntry]]) -> InTaskTargets | None:
+    """The targets' keys when the delete files can be written in the tasks, which then also fold
+    the previous deletes `folded` (per data file path); None: Spark's writer (no shim, two targets
+    share a key, a previous delete the shim cannot read, or speculative execution, whose second
+    attempt of a task would write the same file as the first: Spark's commit protocol keeps one)."""
+    if not targets or is_connect(spark) or spark.conf.get("spark.speculation", "false") == "true":
         return None
     keys = file_keys(spark, list(targets))
-    if keys is None or (folded and deletes_spec([(0, p, entries) for p, entries in folded.items()]) is None):
+    if keys is None:
         return None
-    return keys
+    key_of = dict(zip(targets, keys))
+    previous = deletes_spec([(key_of[p], p, entries) for p, entries in folded.items()]) if folded else None
+    if folded and previous is None:
+        return None
+    return InTaskTargets(keys, previous)
 
 
 def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
-                           per_file: PerFile | None = None, keys: list[int] | None = None,
-                           folded: dict[str, list[ManifestEntry]] | None = None) -> list[DataFile]:
+                           per_file: PerFile | None = None, in_tasks: InTaskTargets | None = None) -> list[DataFile]:
     """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
 
     `targets` maps data file paths to their DataFile, whose spec and partition the delete file
@@ -84,22 +94,21 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx
     `per_file`, when given, sees the rows once they are grouped by data file and sorted by
     position, with the window over one data file's rows in that order, and returns the rows to
     write (the caller's dedup, checks and counts ride in the same job as the write).
-    `keys` (from `target_keys`) selects the in-task writer; `folded` then maps data file paths to
-    the previous delete entries whose positions their new delete file takes over.
+    `in_tasks` (from `in_task_targets`) selects the in-task writer, which then also folds the
+    previous deletes it names into each target's new delete file.
     """
     if not targets:
         return []
-    if keys is not None:
-        return _write_in_tasks(deletes, targets, ctx, per_file, keys, folded or {})
+    if in_tasks is not None:
+        return _write_in_tasks(deletes, targets, ctx, per_file, in_tasks)
     return _write_with_spark(deletes, targets, ctx, per_file)
 
 
 def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
-                    keys: list[int], folded: dict[str, list[ManifestEntry]]) -> list[DataFile]:
+                    in_tasks: InTaskTargets) -> list[DataFile]:
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = deletes.sparkSession
-    key_of = dict(zip(targets, keys))
     operation_id = new_operation_id(deletes=True)
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
     outputs = {path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
@@ -113,10 +122,9 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
     if per_file is not None:
         rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))
     rows = rows.select(_KEY, "_file", F.col("_pos").cast("long"))
-    spec = _RECORD.join(f"{key_of[p]}{_FIELD}{out}" for p, out in outputs.items())
-    previous = deletes_spec([(key_of[p], p, entries) for p, entries in folded.items()]) if folded else None
+    spec = _RECORD.join(f"{key}{_FIELD}{out}" for key, out in zip(in_tasks.keys, outputs.values()))
     try:
-        footers = load_shim(spark).write_position_delete_files(rows._jdf, spec, previous, _codec(ctx))
+        footers = load_shim(spark).write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx))
     except BaseException:
         for out in outputs.values():  # the files of the tasks that finished
             ctx.io.delete(out)
