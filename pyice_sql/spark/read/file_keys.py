@@ -8,7 +8,7 @@ computes the same key of every planned file on the driver (over a local relation
 check that no two of the scan's files share one; if two do, the caller keeps the string joins,
 so a collision can never mix up two files.
 
-Three uses:
+The uses:
 - `live_rows`: position deletes and deletion vectors applied inside the scan tasks, the way
   Iceberg Java applies them (`PositionDeleteFilter.java`: per data file, its delete files and
   DV blobs as the planner paired them, loaded in the task on the file's first row), instead of
@@ -17,6 +17,9 @@ Three uses:
   the key in a table shipped once (FileFacts.java), one column per fact: no broadcast join,
   whose broadcast is a job every row-level scan waited for; unused facts are pruned, and an
   UPDATE or DELETE looks up those of its matching rows only.
+- `paths_by_ordinal`: the same lookup by a file's index in the scan, which a row-level
+  statement's rows carry through its join in place of the path (8 bytes, not ~100, per shuffled
+  row), turned back into the path after the join.
 - `deleted_positions` (and `deletes_spec`, which the v2 delete writer hands to the shim): the
   same per-file loading for the merge-on-read writers, which fold a changed data file's previous
   deletes into its new DV or delete file: asked once per changed file in the write tasks, so the
@@ -81,6 +84,16 @@ def lookup_facts(spark: SparkSession, facts: dict[int, tuple], types: list[str],
     from pyice_sql.spark.jvm.bridge import load_shim
 
     return [_column(c) for c in load_shim(spark).file_facts(_RECORD.join(records), types, key._jc)]
+
+
+def paths_by_ordinal(spark: SparkSession, paths: list[str], ordinal: Column) -> Column | None:
+    """`paths[ordinal]` per row, as a lookup in a table shipped once (FileFacts.java), for rows that
+    carried their file's ordinal (`reader.FILE_ORDINAL_COL`) through a join instead of its path;
+    None where the shim is absent (the rows then carry the path)."""
+    if is_connect(spark) or not paths:
+        return None
+    looked_up = lookup_facts(spark, {i: (p,) for i, p in enumerate(paths)}, ["string"], ordinal)
+    return None if looked_up is None else looked_up[0]
 
 
 def deleted_positions(spark: SparkSession, deletes: dict[str, list[ManifestEntry]]) -> Callable[[Column], Column] | None:

@@ -35,6 +35,7 @@ from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
 FILE_COL, POS_COL, SPEC_COL, PARTITION_COL, SEQ_COL = "_file", "_pos", "_spec_id", "_partition", "_seq"
 FIRST_ROW_ID_COL = "__first_row_id"  # the data file's first_row_id (format v3 row lineage)
+FILE_ORDINAL_COL = "__file_ordinal"  # the index of the row's file in the tasks read (bigint)
 METADATA_COLUMNS = (FILE_COL, POS_COL, SPEC_COL, PARTITION_COL)
 DELETE_FILE_PATH = T.StructField("file_path", T.StringType(), False, {FIELD_ID_KEY: 2147483546})
 DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545})
@@ -46,7 +47,8 @@ _FILE_KEY = "__file_key"  # its 64-bit key (file_keys.py)
 # and its row ids inherited (`__first_row_id`)
 _FACTS = (T.StructField(FILE_COL, T.StringType()), T.StructField(_KEY, T.StringType()),
           T.StructField(SPEC_COL, T.IntegerType()), T.StructField(PARTITION_COL, T.StringType()),
-          T.StructField(SEQ_COL, T.LongType()), T.StructField(FIRST_ROW_ID_COL, T.LongType()))
+          T.StructField(SEQ_COL, T.LongType()), T.StructField(FIRST_ROW_ID_COL, T.LongType()),
+          T.StructField(FILE_ORDINAL_COL, T.LongType()))
 # Position deletes are broadcast to the scan tasks while their estimated size stays below this;
 # beyond it Spark picks the join (a shuffle of the scan).
 _BROADCAST_DELETES_BYTES = 256 << 20
@@ -95,32 +97,38 @@ def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -
             spark.conf.set(_LISTING_THRESHOLD, previous)
 
 
-def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_facts: bool = False) -> DataFrame:
+def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_facts: bool = False,
+                file_ordinal: bool = False) -> DataFrame:
     fields = list(schema_to_spark(schema).fields)
     if with_metadata:
         fields += [T.StructField(FILE_COL, T.StringType()), T.StructField(POS_COL, T.LongType()),
                    T.StructField(SPEC_COL, T.IntegerType()), T.StructField(PARTITION_COL, T.StringType())]
     if file_facts:
         fields += [T.StructField(SEQ_COL, T.LongType()), T.StructField(FIRST_ROW_ID_COL, T.LongType())]
+    if file_ordinal:
+        fields.append(T.StructField(FILE_ORDINAL_COL, T.LongType()))
     return spark.createDataFrame([], T.StructType(fields))
 
 
 def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
-               with_metadata: bool = False, file_facts: bool = False, live_flag: str | None = None) -> DataFrame:
+               with_metadata: bool = False, file_facts: bool = False, live_flag: str | None = None,
+               file_ordinal: bool = False) -> DataFrame:
     """The live rows of `tasks`' data files as a DataFrame of the table's columns.
 
     With `with_metadata`, adds `_file` (the manifest's path string), `_pos` (row position),
     `_spec_id` and `_partition` (a canonical text key of the file's partition tuple); with
     `file_facts`, those and `_seq` (the file's data sequence number) and `__first_row_id`, which row
-    lineage inherits from (they ride on the same per-file table, so no extra join).
+    lineage inherits from (they ride on the same per-file table, so no extra join); with
+    `file_ordinal`, `__file_ordinal`, the index of the row's file in `tasks`: 8 bytes to carry
+    through a shuffle in place of the path (`file_keys.paths_by_ordinal` turns it back).
     With `live_flag`, rows that position deletes remove are not filtered out here but flagged
     false in a column of that name, and the caller must filter on it: a statement puts its own
     predicate first, so the in-task filter loads the deletes of the files with a matching row only
     (Spark evaluates `a AND b` in order, and would put the filter of a scan below it first).
     """
-    with_metadata = with_metadata or file_facts
+    with_metadata = with_metadata or file_facts or file_ordinal
     if not tasks:
-        empty = empty_frame(spark, schema, with_metadata, file_facts)
+        empty = empty_frame(spark, schema, with_metadata, file_facts, file_ordinal)
         return empty.withColumn(live_flag, F.lit(True)) if live_flag else empty
     with_ids = not schema.has_list_or_map()
     columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
@@ -168,7 +176,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         data = data.withColumn(live_flag, F.lit(True))  # deletes (if any) are applied by the joins below
     if keyed:
         facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
-                  t.data_sequence_number, t.file.first_row_id) for t in tasks]
+                  t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)]
         looked_up = lookup_facts(spark, dict(zip(keys, facts)), [f.dataType.simpleString() for f in _FACTS],
                                  F.col(_FILE_KEY)) if hashed else None
         if looked_up is not None:
@@ -184,7 +192,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
     return data.select(*columns, *meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []),
-                       *([live_flag] if live_flag else []))
+                       *([FILE_ORDINAL_COL] if file_ordinal else []), *([live_flag] if live_flag else []))
 
 
 def _promoted_read_schema(schema: Schema, written: Schema | None) -> Schema | None:

@@ -17,13 +17,15 @@ from pyice_sql.core.scan.planner import FileScanTask
 
 
 def read_with_lineage(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
-                      with_metadata: bool = False, live_flag: str | None = None) -> DataFrame:
-    """`read_tasks` (same columns, deletes and `live_flag`) plus `_row_id` and
+                      with_metadata: bool = False, live_flag: str | None = None, file_ordinal: bool = False) -> DataFrame:
+    """`read_tasks` (same columns, deletes, `live_flag` and `file_ordinal`) plus `_row_id` and
     `_last_updated_sequence_number`."""
-    from pyice_sql.spark.read.reader import FIRST_ROW_ID_COL, METADATA_COLUMNS, POS_COL, SEQ_COL, read_tasks
+    from pyice_sql.spark.read.reader import (
+        FILE_ORDINAL_COL, FIRST_ROW_ID_COL, METADATA_COLUMNS, POS_COL, SEQ_COL, read_tasks,
+    )
 
     lineage_schema = Schema(schema.fields + LINEAGE_FIELDS, schema.schema_id, schema.identifier_field_ids)
-    rows = read_tasks(spark, lineage_schema, tasks, file_facts=True, live_flag=live_flag)
+    rows = read_tasks(spark, lineage_schema, tasks, file_facts=True, live_flag=live_flag, file_ordinal=file_ordinal)
     row_id = F.coalesce(F.col(ROW_ID.name), F.col(FIRST_ROW_ID_COL) + F.col(POS_COL)).alias(ROW_ID.name)
     # Iceberg Java leaves both null for a file without a first_row_id (added before the v3 upgrade)
     inherited_seq = F.when(F.col(FIRST_ROW_ID_COL).isNotNull(), F.col(SEQ_COL))
@@ -31,4 +33,4 @@ def read_with_lineage(spark: SparkSession, schema: Schema, tasks: list[FileScanT
         LAST_UPDATED_SEQUENCE_NUMBER.name)
     columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
     return rows.select(*columns, row_id, seq, *(METADATA_COLUMNS if with_metadata else ()),
-                       *([live_flag] if live_flag else ()))
+                       *([FILE_ORDINAL_COL] if file_ordinal else ()), *([live_flag] if live_flag else ()))

@@ -46,7 +46,8 @@ from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.spark.connect_backend import analyzed_deterministic
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
-from pyice_sql.spark.read.reader import METADATA_COLUMNS, read_tasks
+from pyice_sql.spark.read.file_keys import paths_by_ordinal
+from pyice_sql.spark.read.reader import FILE_ORDINAL_COL, METADATA_COLUMNS, read_tasks
 from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
@@ -225,13 +226,19 @@ class RowLevelExecutor:
         # UPDATE / DELETE test the rows' position deletes after their own condition (reader.read_tasks)
         live = LIVE if plan.source is None else None
         target = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, tasks, with_metadata=True,
-                                                                live_flag=live)
+                                                                live_flag=live, file_ordinal=True)
         target = target.withColumn(TARGET_MARK, F.lit(True))
         target_view = self._view(target)
         source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
         plan = self._read_pyice_tables_from_views(plan)
         stored = self._store_assignment(plan, schema, target_view, source_view)
-        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids, live))
+        # the rows carry their file's ordinal through the join (a shuffle of the target, for a
+        # MERGE that inserts), and get its path after it
+        file_path = paths_by_ordinal(self.spark, [t.file.file_path for t in tasks], F.col(FILE))
+        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids, live,
+                                              "_file" if file_path is None else FILE_ORDINAL_COL))
+        if file_path is not None:
+            tagged = tagged.withColumn(FILE, file_path)
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
         # cached when two passes read the tagged rows: merge-on-read's delete and data writes, or
         # copy-on-write's aggregate and its rewrite by join

@@ -75,9 +75,12 @@ def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | 
 
 
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
-                  stored: dict[tuple[int, str], str], row_id: bool = False, live: str | None = None) -> str:
+                  stored: dict[tuple[int, str], str], row_id: bool = False, live: str | None = None,
+                  file_column: str = "_file") -> str:
     """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
     columns, (`row_id`: the target view has `_row_id`) `__row_id`, new values. `live`: see `_from`.
+    `__file` is the target view's `file_column` (the caller may carry a file's ordinal through the
+    join and look its path up after it).
 
     `stored` is the SQL storing each (clause, column) value (see compile/store_assignment.py).
     """
@@ -85,7 +88,7 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
     tests = _branches(plan)
     op = "CASE " + " ".join(f"WHEN {test} THEN {ins.operation}" for test, ins in zip(tests, plan.instructions))
     op += f" ELSE {KEEP} END"
-    cols = [f"{t}.`_file` AS {FILE}", f"{t}.`_pos` AS {POS}", f"{op} AS {OP}"]
+    cols = [f"{t}.{_q(file_column)} AS {FILE}", f"{t}.`_pos` AS {POS}", f"{op} AS {OP}"]
     if plan.source is not None:
         cols.append(f"{_kind_test(plan, MATCHED)} AS {MATCHED_PAIR}")
     for i, (target_col, _) in enumerate(plan.source_key_columns):

@@ -22,6 +22,9 @@ import org.apache.spark.sql.types.DataTypes;
  * so Spark prunes the facts a plan never reads, and a statement's filter is pushed below them: an UPDATE or
  * DELETE looks up the facts of its matching rows only.
  *
+ * <p>The same lookup by a file's ordinal in the scan gives back the path of rows that carried the ordinal
+ * through a join in place of the path; a null key (a row of no data file) gives null.
+ *
  * <p>The table is a string of records separated by U+0000, fields by U+0001: the key, then one field per fact in
  * the order of {@code types} (an empty field is null). It is parsed once per JVM by broadcast id.
  */
@@ -61,6 +64,9 @@ public final class FileFacts implements UDF1<Long, Object> {
 
     @Override
     public Object call(Long key) {
+        if (key == null) {
+            return null;  // a row without a data file (a MERGE's inserted row)
+        }
         if (current == null || key != currentKey) {
             if (byKey == null) {
                 byKey = PARSED.computeIfAbsent(table.id(), id -> parse(table.value(), types));
