@@ -113,3 +113,48 @@ def test_a_statement_folds_the_previous_deletes_of_the_files_it_changes_only(tab
         assert written == [(target, p) for p in expected]
     rows = {r.id for r in ice.sql("SELECT id FROM local.db.t").collect()}
     assert rows == {i for i in range(200) if i % 10 != 3 and i != 5}
+
+
+def test_a_merge_carries_file_ordinals_through_its_join_and_deletes_the_right_rows(table):
+    """A MERGE that inserts shuffles every target row through an outer join: the rows carry their
+    file's ordinal in the scan (8 bytes), not its path, and the path is looked up after the join
+    (`paths_by_ordinal`). Truth: each new delete names, for every matched id, the data file and
+    position where Spark finds that id when it reads the file on its own."""
+    import pyice_sql.spark.rowlevel.dml as dml
+
+    ice = table
+    seen = []
+    write = dml.write_merge_on_read, dml.write_merge_on_read_v3
+
+    def spy(original):
+        def run(w):
+            seen.append(w.tagged._jdf.queryExecution().optimizedPlan().toString())
+            return original(w)
+        return run
+    dml.write_merge_on_read, dml.write_merge_on_read_v3 = spy(write[0]), spy(write[1])
+    try:
+        src = ice.spark.createDataFrame([(i, f"m{i}") for i in (5, 17, 150, 500)], "id long, data string")
+        out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET data = s.data "
+                      "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    finally:
+        dml.write_merge_on_read, dml.write_merge_on_read_v3 = write
+    assert (out.num_updated_rows, out.num_inserted_rows) == (3, 1)
+    (plan,) = seen
+    join = plan[plan.index("RightOuter"):]  # the join (the tagged rows are cached: a physical plan)
+    assert "__file_ordinal" in join and "_file#" not in join  # below the join: the ordinal, no path
+    rows = {(r.id, r.data) for r in ice.sql("SELECT id, data FROM local.db.t").collect()}
+    expected = {(i, "u" if i % 10 == 4 else f"r{i}") for i in range(200) if i % 10 != 3}
+    expected = {(i, f"m{i}" if i in (5, 17, 150) else d) for i, d in expected} | {(500, "m500")}
+    assert rows == expected
+    # every matched id's old copy is deleted at its own file and position
+    where = {}
+    for f in (r[0] for r in ice.sql("SELECT file_path FROM local.db.t.data_files").collect()):
+        for r in ice.spark.read.parquet(f).select("_metadata.row_index", "id", "data").collect():
+            if r["id"] in (5, 17, 150) and not r["data"].startswith("m"):
+                where[r["id"]] = (f, r["row_index"])
+    assert set(where) == {5, 17, 150}
+    if ice.sql("SELECT count(*) FROM local.db.t.delete_files WHERE file_path LIKE '%.puffin'").first()[0] == 0:
+        written = {(r.file_path, r.pos) for f in (d[0] for d in ice.sql(
+            "SELECT file_path FROM local.db.t.delete_files").collect())
+            for r in ice.spark.read.parquet(f).collect()}
+        assert set(where.values()) <= written
