@@ -118,7 +118,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     With `with_metadata`, adds `_file` (the manifest's path string), `_pos` (row position),
     `_spec_id` and `_partition` (a canonical text key of the file's partition tuple); with
     `file_facts`, those and `_seq` (the file's data sequence number) and `__first_row_id`, which row
-    lineage inherits from (they ride on the same per-file table, so no extra join); with
+    lineage inherits from (they are per-file facts like the others: no extra lookup); with
     `file_ordinal`, `__file_ordinal`, the index of the row's file in `tasks`: 8 bytes to carry
     through a shuffle in place of the path (`file_keys.paths_by_ordinal` turns it back).
     With `live_flag`, rows that position deletes remove are not filtered out here but flagged

@@ -4,7 +4,7 @@ They are added to a scan only when a query names them (like Iceberg's `_file` / 
 not table columns, so `SELECT *` must not show them). Each data file is read with the two
 columns' reserved field ids, so values a writer stored in the file (an updated row keeps its
 `_row_id`) win; where a value is null or the file lacks the column, the spec's inheritance fills
-it from per-file facts the scan's file table already carries: `first_row_id + _pos` and the
+it from per-file facts the scan already looks up: `first_row_id + _pos` and the
 file's data sequence number (see `core.model.row_lineage`).
 """
 from __future__ import annotations
