@@ -57,6 +57,33 @@ def analyzed_text(df: Any) -> str:
     return _section(df._explain_string(extended=True), "Analyzed Logical Plan")
 
 
+_UNITS = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+
+
+def within_broadcast_threshold(df: Any) -> bool:
+    """Whether Spark would broadcast `df` as a join side by its size: its optimized plan's size
+    estimate within `spark.sql.autoBroadcastJoinThreshold` (-1 turns broadcasting off). On Spark
+    Connect both are read as text: the setting, and the estimate from the plan's cost explain (to
+    its one decimal)."""
+    spark = df.sparkSession
+    if not is_connect(spark):
+        threshold = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+        size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+        return 0 <= size <= threshold
+    threshold = _byte_string(spark.conf.get("spark.sql.autoBroadcastJoinThreshold"))
+    found = re.search(r"Statistics\(sizeInBytes=([0-9.]+) ?([KMGTPE]?)i?B",
+                      _section(df._explain_string(mode="cost"), "Optimized Logical Plan"))
+    return found is not None and 0 <= float(found.group(1)) * 1024 ** _UNITS[found.group(2)] <= threshold
+
+
+def _byte_string(text: str) -> int:
+    """A Spark size setting (`10MB`, `10485760b`, `-1`) in bytes, as Spark's JavaUtils reads it."""
+    found = re.fullmatch(r"\s*(-?[0-9]+)\s*([kmgtpe]?)b?\s*", text.lower())
+    if found is None:
+        raise ValueError(f"not a size: {text!r}")
+    return int(found.group(1)) * 1024 ** _UNITS[found.group(2).upper()]
+
+
 def temp_views(spark: Any) -> list[str]:
     """The session's local temp views."""
     if not is_connect(spark):

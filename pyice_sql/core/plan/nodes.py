@@ -62,6 +62,9 @@ class RowLevelPlan:
     where: exp.Expression | None = None
     join_type: str | None = None
     join_reason: str = ""
+    # a MERGE that keeps unmatched source rows, over a source small enough to broadcast: its
+    # matched pairs come from a join that broadcasts the source, not one that shuffles the target
+    broadcast_source: bool = False
     filters: tuple[PruningFilter, ...] = ()
     scan_filter: Expression = field(default_factory=AlwaysTrue)
     source_key_columns: tuple[tuple[str, str], ...] = ()  # (target column, source column) of ON equalities

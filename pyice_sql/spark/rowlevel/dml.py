@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from pyspark.sql import DataFrame, functions as F
 from sqlglot import exp
@@ -29,8 +30,8 @@ from pyice_sql.core.commit.operations import row_delta
 from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadata
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
-    FILE, KEY_PREFIX, LIVE, MATCHED_PAIR, POS, SOURCE_MARK, TARGET_MARK, rewrite_select, tagged_select, value_name,
-    value_probe_select,
+    FILE, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_MARK, rewrite_select,
+    tagged_select, unmatched_source_select, value_name, value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
 from pyice_sql.core.errors import AnalysisError, CardinalityError
@@ -43,7 +44,8 @@ from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.core.plan import builder
 from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
-from pyice_sql.spark.connect_backend import analyzed_deterministic
+from pyice_sql.core.plan.rules.join_type import keep_broadcast_for_target
+from pyice_sql.spark.connect_backend import analyzed_deterministic, within_broadcast_threshold
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.file_keys import paths_by_ordinal
@@ -118,7 +120,8 @@ class RowLevelExecutor:
         source_cols = {c.lower() for c in source.columns} if source is not None else set()
         ctx = RuleContext(schema, table.metadata.properties, self._target_column(plan, schema, source_cols),
                           self._source_column(plan, source_cols),
-                          lambda: source is None or analyzed_deterministic(source))
+                          lambda: source is None or analyzed_deterministic(source),
+                          lambda: source is not None and within_broadcast_threshold(source))
         return table, apply_rules(plan, ctx), source
 
     def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:
@@ -220,6 +223,7 @@ class RowLevelExecutor:
         task.phase("planning", f"{len(scan.tasks)} of {scan.metrics.data_files_total} data files to scan, "
                                f"{len(scan.delete_files)} delete files ({plan.mode})")
         whole, tasks = self._split_whole_file_deletes(table, plan, scan)
+        plan = keep_broadcast_for_target(plan, sum(t.file.file_size_in_bytes for t in tasks))
         v3 = md.format_version >= 3
         # format v3: an updated row keeps its `_row_id`, read with the target rows it replaces
         row_ids = v3 and any(i.operation == UPDATE for i in plan.instructions)
@@ -229,21 +233,31 @@ class RowLevelExecutor:
                                                                 live_flag=live, file_ordinal=True)
         target = target.withColumn(TARGET_MARK, F.lit(True))
         target_view = self._view(target)
-        source_view = self._view(source.withColumn(SOURCE_MARK, F.lit(True))) if source is not None else None
+        if source is not None:
+            source = source.withColumn(SOURCE_MARK, F.lit(True))
+            if plan.broadcast_source:  # ids stay the same on each read of the persisted source
+                source = source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
+            source_view = self._view(F.broadcast(source) if plan.broadcast_source else source)
+        else:
+            source_view = None
         plan = self._read_pyice_tables_from_views(plan)
         stored = self._store_assignment(plan, schema, target_view, source_view)
         # the rows carry their file's ordinal through the join (a shuffle of the target, for a
-        # MERGE that inserts), and get its path after it
+        # MERGE that inserts without a broadcast source), and get its path after it
         file_path = paths_by_ordinal(self.spark, [t.file.file_path for t in tasks], F.col(FILE))
-        tagged = self.spark.sql(tagged_select(plan, schema, target_view, source_view, stored, row_ids, live,
-                                              "_file" if file_path is None else FILE_ORDINAL_COL))
+        tagged = self._merge_rows(
+            plan, target, target_view, source, source_view,
+            lambda p, t_view, s_view, source_row=False: tagged_select(
+                p, schema, t_view, s_view, stored, row_ids, live,
+                "_file" if file_path is None else FILE_ORDINAL_COL, source_row))
         if file_path is not None:
             tagged = tagged.withColumn(FILE, file_path)
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
         # cached when two passes read the tagged rows: merge-on-read's delete and data writes, or
-        # copy-on-write's aggregate and its rewrite by join
+        # copy-on-write's aggregate and its rewrite by join (with a broadcast source, its matched
+        # side is cached: the rest is the source's unmatched rows, cheap to compute again)
         two_passes = writes_rows(plan) if plan.mode == "merge-on-read" else not by_predicate
-        if two_passes:
+        if two_passes and not plan.broadcast_source:
             tagged = tagged.persist()
             self._persisted.append(tagged)
         lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
@@ -297,6 +311,21 @@ class RowLevelExecutor:
         result.snapshot_id = committed.metadata.refs[branch].snapshot_id
         task.phase("commit", f"snapshot {result.snapshot_id}")
         return result
+
+    def _merge_rows(self, plan: RowLevelPlan, target: DataFrame, target_view: str, source: DataFrame | None,
+                    source_view: str | None, select: Callable[..., str]) -> DataFrame:
+        """MergeRows' rows, `select` over (plan, target view, source view). With a broadcast
+        source (`source_view` broadcasts `source`), the UNION ALL of the matched side's rows,
+        persisted (read by the union and for their source ids), and of the unmatched source rows
+        over an empty target (compile/merge_rows.py): the target is scanned once, not shuffled."""
+        if not plan.broadcast_source:
+            return self.spark.sql(select(plan, target_view, source_view))
+        matched = self.spark.sql(select(plan.with_(join_type=MATCHED_SIDE_JOIN[plan.join_type]), target_view,
+                                        source_view, source_row=True)).persist()
+        self._persisted.append(matched)
+        unmatched = self._view(self.spark.sql(unmatched_source_select(self._view(source), self._view(matched))))
+        rest = self.spark.sql(select(plan, self._view(target.where(F.lit(False))), unmatched, source_row=True))
+        return matched.unionAll(rest).drop(SOURCE_ROW)
 
     def _store_assignment(self, plan: RowLevelPlan, schema, target_view: str, source_view: str | None):
         probe = value_probe_select(plan, target_view, source_view)

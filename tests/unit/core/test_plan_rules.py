@@ -19,7 +19,7 @@ SCHEMA = Schema((it.NestedField(1, "id", it.LONG, True), it.NestedField(2, "p", 
 SOURCE_COLS = ["id", "p", "v", "op"]
 
 
-def plan_of(sql: str):
+def plan_of(sql: str, broadcastable: bool = False):
     stmt = parse_statement(sql, lambda c: c == "local", "local")
     if type(stmt).__name__ == "Merge":
         plan = build_merge(stmt, SCHEMA, SOURCE_COLS)
@@ -27,7 +27,7 @@ def plan_of(sql: str):
         plan = build_update(stmt, SCHEMA)
     else:
         plan = build_delete(stmt)
-    plan = choose_join(plan)
+    plan = choose_join(plan, lambda: broadcastable)
     source_cols = {c.lower() for c in SOURCE_COLS}
 
     def is_target(col):
@@ -61,6 +61,18 @@ MERGE = "MERGE INTO local.db.t t USING src s ON t.id = s.id AND t.p = 'a' "
 ])
 def test_join_type_follows_clauses(clauses, join):
     assert plan_of(MERGE + clauses).join_type == join
+
+
+@pytest.mark.parametrize("clauses, broadcast", [
+    ("WHEN MATCHED THEN UPDATE SET v = s.v", False),  # an inner join broadcasts a small source by itself
+    ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", True),
+    ("WHEN NOT MATCHED BY SOURCE THEN DELETE", False),
+    ("WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.v > 3 THEN DELETE", True),
+])
+def test_a_join_keeping_source_rows_broadcasts_a_small_source_and_keeps_its_join_type(clauses, broadcast):
+    small, large = plan_of(MERGE + clauses, broadcastable=True), plan_of(MERGE + clauses)
+    assert small.broadcast_source is broadcast and not large.broadcast_source
+    assert small.join_type == large.join_type
 
 
 def test_on_target_conjuncts_prune_and_source_keys_are_found():

@@ -25,13 +25,15 @@ from pyice_sql.core.plan.rules.write_mode import choose_write_mode
 class RuleContext:
     """What the rules may consult besides the plan: the target's schema and properties, how a
     column reference resolves, and (asked only when needed) whether the MERGE source is
-    deterministic."""
+    deterministic and whether Spark would broadcast it (its estimated size is within
+    `spark.sql.autoBroadcastJoinThreshold`)."""
 
     schema: Schema
     properties: Mapping[str, str]
     is_target: TargetColumn
     is_source: Callable[[exp.Column], str | None]
     source_deterministic: Callable[[], bool] = lambda: True
+    source_within_broadcast_threshold: Callable[[], bool] = lambda: False
 
 
 Rule = Callable[[RowLevelPlan, RuleContext], RowLevelPlan]
@@ -43,7 +45,8 @@ def _placement(plan: RowLevelPlan, ctx: RuleContext) -> RowLevelPlan:
 
 
 RULES: tuple[Rule, ...] = (
-    lambda plan, ctx: choose_join(plan),
+    lambda plan, ctx: choose_join(plan, lambda: ctx.source_within_broadcast_threshold()
+                                  and ctx.source_deterministic()),
     lambda plan, ctx: prune_target(plan, ctx.schema, ctx.is_target, ctx.is_source),
     lambda plan, ctx: choose_write_mode(plan, dict(ctx.properties)),
     _placement,

@@ -8,6 +8,13 @@ new value of every target column with the same chain (a clause that fires withou
 a column keeps its current value), so Spark evaluates each value only in the branch that fires
 (no spurious errors from clauses that do not apply). It is plain SQL over views: user
 expressions resolve against the user's aliases with Spark's own rules.
+
+A MERGE whose plan broadcasts the source (rules/join_type.py) runs the same SELECT twice, as a
+UNION ALL: over the matched side's join (inner, or left outer with NOT MATCHED BY SOURCE), which
+Spark builds from the broadcast source, and over the source rows nothing matched
+(`unmatched_source_select`, ids read from the matched side's rows) joined to an empty target,
+which Spark's optimizer folds to those rows with a null target side. Together they are the outer
+join's rows, and the target is scanned once and not shuffled.
 """
 from __future__ import annotations
 
@@ -24,6 +31,9 @@ MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair tha
 ROW_ID = "__row_id"  # format v3: the target row's `_row_id`, which an updated row keeps
 LIVE = "__pyice_live"  # UPDATE / DELETE: the target view's flag of rows no position delete removes
 KEEP = 0
+SOURCE_ROW = "__pyice_source_row"  # broadcast source: each source row's id, to find the unmatched ones
+# broadcast source: the join giving the matched pairs (and the target rows no source row matches)
+MATCHED_SIDE_JOIN = {"right outer": "inner", "full outer": "left outer"}
 
 
 def _sql(e: exp.Expression) -> str:
@@ -63,6 +73,13 @@ def _from(plan: RowLevelPlan, target_view: str, source_view: str | None, live: s
             f"{_q(plan.source_alias)} ON {_sql(plan.on)}")
 
 
+def unmatched_source_select(rows_view: str, matched_view: str) -> str:
+    """Broadcast source: the source rows (`rows_view`: the source with `SOURCE_ROW`) whose id is
+    not among those of the matched side's rows (`matched_view`: its tagged rows with `SOURCE_ROW`)."""
+    return (f"SELECT u.* FROM {_q(rows_view)} AS u LEFT ANTI JOIN {_q(matched_view)} AS m "
+            f"ON u.{SOURCE_ROW} = m.{SOURCE_ROW}")
+
+
 def value_name(clause: int, column: str) -> str:
     return f"__v{clause}_{column}"
 
@@ -76,9 +93,10 @@ def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | 
 
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
                   stored: dict[tuple[int, str], str], row_id: bool = False, live: str | None = None,
-                  file_column: str = "_file") -> str:
+                  file_column: str = "_file", source_row: bool = False) -> str:
     """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
-    columns, (`row_id`: the target view has `_row_id`) `__row_id`, new values. `live`: see `_from`.
+    columns, (`row_id`: the target view has `_row_id`) `__row_id`, (`source_row`: the source view
+    has it) `SOURCE_ROW`, new values. `live`: see `_from`.
     `__file` is the target view's `file_column` (the caller may carry a file's ordinal through the
     join and look its path up after it).
 
@@ -95,6 +113,8 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
         cols.append(f"{t}.{_q(target_col)} AS {KEY_PREFIX}{i}")
     if row_id:
         cols.append(f"{t}.`_row_id` AS {ROW_ID}")
+    if source_row:
+        cols.append(f"{_q(plan.source_alias)}.{SOURCE_ROW}")
     for f in schema.fields:
         current = f"{t}.{_q(f.name)}"
         # Every clause up to the last one assigning this column gets a branch: a clause that
