@@ -64,24 +64,20 @@ def within_broadcast_threshold(df: Any) -> bool:
     """Whether Spark would broadcast `df` as a join side by its size: its optimized plan's size
     estimate within `spark.sql.autoBroadcastJoinThreshold` (-1 turns broadcasting off). On Spark
     Connect both are read as text: the setting, and the estimate from the plan's cost explain (to
-    its one decimal)."""
+    its one decimal); text that does not read as a size answers no (the plain join is kept)."""
     spark = df.sparkSession
     if not is_connect(spark):
         threshold = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
         size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
         return 0 <= size <= threshold
-    threshold = _byte_string(spark.conf.get("spark.sql.autoBroadcastJoinThreshold"))
+    setting = re.fullmatch(r"\s*(-?[0-9]+)\s*([kmgtpe]?)b?\s*",
+                           spark.conf.get("spark.sql.autoBroadcastJoinThreshold").lower())
     found = re.search(r"Statistics\(sizeInBytes=([0-9.]+) ?([KMGTPE]?)i?B",
                       _section(df._explain_string(mode="cost"), "Optimized Logical Plan"))
-    return found is not None and 0 <= float(found.group(1)) * 1024 ** _UNITS[found.group(2)] <= threshold
-
-
-def _byte_string(text: str) -> int:
-    """A Spark size setting (`10MB`, `10485760b`, `-1`) in bytes, as Spark's JavaUtils reads it."""
-    found = re.fullmatch(r"\s*(-?[0-9]+)\s*([kmgtpe]?)b?\s*", text.lower())
-    if found is None:
-        raise ValueError(f"not a size: {text!r}")
-    return int(found.group(1)) * 1024 ** _UNITS[found.group(2).upper()]
+    if setting is None or found is None:
+        return False
+    threshold = int(setting.group(1)) * 1024 ** _UNITS[setting.group(2).upper()]
+    return 0 <= float(found.group(1)) * 1024 ** _UNITS[found.group(2)] <= threshold
 
 
 def temp_views(spark: Any) -> list[str]:
