@@ -222,6 +222,38 @@ def test_footer_stats_many_files_keep_order(spark, shim, tmp_path, monkeypatch, 
     assert shim.footer_stats([]) == []
 
 
+@pytest.mark.parametrize("items", [
+    [f"/w/db/t/data/p=ä b%20/{i:05d}-ünï code.parquet" for i in range(3000)] + ["s3://b/k\nnew line", "z"],
+    ["a\0b", "c"],  # a string holding the separator keeps py4j's own conversion
+    ["x", "", "y", ""],  # as does an empty one
+    [],
+])
+def test_java_string_list_keeps_every_string_in_order(spark, items):
+    """The list reaches the JVM exactly as given, in a few py4j round trips whatever its length."""
+    from py4j import clientserver
+
+    from pyice_sql.spark.jvm.bridge import java_string_list
+
+    jvm = spark.sparkContext._jvm
+    sent = []
+    original = clientserver.ClientServerConnection.send_command
+
+    def counting(self, command):
+        sent.append(command)
+        return original(self, command)
+
+    clientserver.ClientServerConnection.send_command = counting
+    try:
+        jlist = java_string_list(jvm, items)
+    finally:
+        clientserver.ClientServerConnection.send_command = original
+    if len(items) > 100:
+        assert len(sent) < 25  # resolving the JVM classes, then one call each
+    joined = jvm.java.lang.String.join("\1", jlist)  # one string back: no per-element calls
+    assert jlist.size() == len(items)
+    assert (joined.split("\1") if items else []) == items
+
+
 def test_footer_stats_missing_file_fails(shim, tmp_path):
     with pytest.raises(Exception, match="no-such.parquet"):
         shim.footer_stats([str(tmp_path / "no-such.parquet")])

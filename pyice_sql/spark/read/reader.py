@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import json
 
-from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types as T
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession, functions as F, types as T
 
 from pyice_sql.core.errors import UnsupportedError
 from pyice_sql.core.format.fileio import is_local
@@ -28,6 +28,7 @@ from pyice_sql.core.model.default_values import read_as_initial_default
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
+from pyice_sql.spark.connect_backend import is_connect
 from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.file_keys import file_key, file_keys, live_rows, lookup_facts
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
@@ -82,19 +83,30 @@ def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -
     reader = (spark.read.schema(schema).option("recursiveFileLookup", "true")
               .option("datetimeRebaseMode", "CORRECTED").option("int96RebaseMode", "CORRECTED"))
     if len(paths) <= 32 or not all(is_local(p) for p in paths):
-        return reader.parquet(*paths)
+        return _load(spark, reader, paths)
     # Spark stats every path while building the DataFrame, in a Spark job of one task per path once
     # there are more than `threshold` (32) of them: ~10 s for 1,700 local files, where the driver
     # takes < 1 s. So local files are listed on the driver (remote stores keep the parallel job).
     previous = spark.conf.get(_LISTING_THRESHOLD, None)
     spark.conf.set(_LISTING_THRESHOLD, str(len(paths) + 1))
     try:
-        return reader.parquet(*paths)
+        return _load(spark, reader, paths)
     finally:
         if previous is None:
             spark.conf.unset(_LISTING_THRESHOLD)
         else:
             spark.conf.set(_LISTING_THRESHOLD, previous)
+
+
+def _load(spark: SparkSession, reader: DataFrameReader, paths: list[str]) -> DataFrame:
+    """`reader.parquet(*paths)`, with the paths handed to the JVM in one piece on a classic session
+    (pyspark's own call makes a py4j round trip per path)."""
+    if is_connect(spark):
+        return reader.parquet(*paths)
+    from pyice_sql.spark.jvm.bridge import java_string_list
+
+    jvm = spark._jvm
+    return reader._df(reader._jreader.parquet(jvm.PythonUtils.toSeq(java_string_list(jvm, paths))))
 
 
 def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_facts: bool = False,
