@@ -64,6 +64,10 @@ DELETE_TARGET_FILE_SIZE_BYTES_DEFAULT = 64 * 1024 * 1024
 WRITE_DISTRIBUTION_MODE = "write.distribution-mode"
 MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
 MANIFEST_TARGET_SIZE_BYTES_DEFAULT = 8 * 1024 * 1024
+MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
+MANIFEST_MERGE_ENABLED_DEFAULT = True
+MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
+MANIFEST_MIN_MERGE_COUNT_DEFAULT = 100
 
 MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
 MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 3600 * 1000

@@ -7,7 +7,9 @@ The data and delete files are already written when a commit starts. An attempt t
   2. writes a manifest per (spec, content) for the added files (entries inherit the snapshot
      id and sequence number, so these manifests stay valid across retries), and rewrites only
      the parent manifests that hold removed files (their entries become DELETED; the rest of
-     those manifests are carried as EXISTING); all other parent manifests are reused as is;
+     those manifests are carried as EXISTING); all other parent manifests are reused as is,
+     and runs of manifests are merged as Java merges them (`merge_manifests`), so a table that
+     takes many small commits keeps a bounded number of manifests for every scan to read;
   3. writes the manifest list and the new metadata, and asks the catalog to swap it in.
 A lost swap retries from step 1 per `commit.retry.*`. On a final failure every file the
 commit wrote is deleted, and the caller deletes the data files: nothing becomes visible. When
@@ -211,9 +213,11 @@ def _build(base: Table, update: SnapshotUpdate, writer: ManifestWriter, added: _
     if update.replaced_manifests:
         kept = _replace_manifests(base, kept, update, snapshot_id, sequence_number)
     kept = [m for m in kept if _has_live_files(m) or m.added_snapshot_id == snapshot_id]
-    fault_point("manifests")
     ordered = (data_manifests + [m for m in kept if m.content == ManifestContent.DATA]
                + delete_manifests + [m for m in kept if m.content == ManifestContent.DELETES])
+    if not update.replaced_manifests:  # a manifest rewrite lays the manifests out itself
+        ordered = merge_manifests(base, ordered, writer, snapshot_id, sequence_number)
+    fault_point("manifests")
     first_row_id = added_rows = None
     if metadata.next_row_id is not None:  # format v3: every data manifest gets its row ids here
         first_row_id = metadata.next_row_id
@@ -292,6 +296,65 @@ def _carry_over(base: Table, parent_manifests: list[ManifestFile], update: Snaps
             f"files to remove are no longer in table {base.full_name} (removed by a concurrent commit): "
             + ", ".join(sorted(path for path, _ in missing)[:5]))
     return out
+
+
+def merge_manifests(base: Table, manifests: list[ManifestFile], writer: ManifestWriter, snapshot_id: int,
+                    sequence_number: int) -> list[ManifestFile]:
+    """A snapshot's manifest list (`manifests`, its new manifests first per content type) with runs
+    of manifests merged into one, by Iceberg Java's rule (ManifestMergeManager, per
+    `commit.manifest-merge.enabled`, `commit.manifest.min-count-to-merge` and `.target-size-bytes`).
+
+    Per content type and spec, the manifests are packed from the oldest end into bins of up to the
+    target size, keeping their order, so the newest bin is the under-filled one. A bin of several
+    manifests becomes one; the bin holding the content's first manifest (the new one, when the
+    snapshot adds files of that content) only once it holds the minimum count. Entries this
+    snapshot added or deleted keep that status, other live ones become EXISTING (explicit sequence
+    numbers and first row ids), and entries an earlier snapshot deleted are dropped.
+    """
+    metadata = base.metadata
+    if metadata.property(props.MANIFEST_MERGE_ENABLED, str(props.MANIFEST_MERGE_ENABLED_DEFAULT)).lower() != "true":
+        return manifests
+    min_count = int(metadata.property(props.MANIFEST_MIN_MERGE_COUNT, str(props.MANIFEST_MIN_MERGE_COUNT_DEFAULT)))
+    target = int(metadata.property(props.MANIFEST_TARGET_SIZE_BYTES, str(props.MANIFEST_TARGET_SIZE_BYTES_DEFAULT)))
+    first: dict[ManifestContent, ManifestFile] = {}
+    groups: dict[tuple[ManifestContent, int], list[ManifestFile]] = {}
+    for m in manifests:
+        first.setdefault(m.content, m)
+        groups.setdefault((m.content, m.partition_spec_id), []).append(m)
+    merged: dict[str, ManifestFile] = {}  # first manifest of a merged bin -> the merged manifest
+    dropped: set[str] = set()
+    for (content, spec_id), group in groups.items():
+        for bin_ in _pack_from_end(group, target):
+            if len(bin_) == 1 or (first[content] in bin_ and len(bin_) < min_count):
+                continue
+            entries = [_merged_entry(e, snapshot_id) for m in bin_ for e in read_entries(base.io, m)]
+            merged[bin_[0].manifest_path] = writer.write_manifest(
+                [e for e in entries if e is not None], metadata.spec_by_id(spec_id), metadata.schema(),
+                snapshot_id, sequence_number, content)
+            dropped.update(m.manifest_path for m in bin_[1:])
+    return [merged.get(m.manifest_path, m) for m in manifests if m.manifest_path not in dropped]
+
+
+def _merged_entry(entry: ManifestEntry, snapshot_id: int) -> ManifestEntry | None:
+    """An entry as a merged manifest holds it (None: dropped)."""
+    if entry.snapshot_id == snapshot_id and entry.status != EntryStatus.EXISTING:
+        return entry
+    return None if entry.status == EntryStatus.DELETED else replace(entry, status=EntryStatus.EXISTING)
+
+
+def _pack_from_end(manifests: list[ManifestFile], target: int) -> list[list[ManifestFile]]:
+    """`manifests` (newest first) cut into consecutive bins of up to `target` bytes, filled from the
+    oldest end (Java's ListPacker.packEnd with a lookback of 1); the newest bin first."""
+    bins: list[list[ManifestFile]] = []
+    size = 0
+    for m in reversed(manifests):
+        if bins and size + m.manifest_length <= target:
+            bins[-1].insert(0, m)
+            size += m.manifest_length
+        else:
+            bins.append([m])
+            size = m.manifest_length
+    return list(reversed(bins))
 
 
 def _replace_manifests(base: Table, kept: list[ManifestFile], update: SnapshotUpdate, snapshot_id: int,
