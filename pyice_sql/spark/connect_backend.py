@@ -57,6 +57,16 @@ def analyzed_text(df: Any) -> str:
     return _section(df._explain_string(extended=True), "Analyzed Logical Plan")
 
 
+def is_local_data(df: Any) -> bool:
+    """Whether `df` optimizes to data held in the plan itself (a VALUES list, a small DataFrame built
+    on the driver): Spark then evaluates it, and queries over it, with no job, so caching it would
+    only add one."""
+    if not is_connect(df.sparkSession):
+        return str(df._jdf.queryExecution().optimizedPlan().nodeName()) == "LocalRelation"
+    optimized = _section(df._explain_string(extended=True), "Optimized Logical Plan")
+    return optimized.lstrip().startswith("LocalRelation")
+
+
 _UNITS = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 

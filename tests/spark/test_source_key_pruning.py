@@ -4,6 +4,7 @@ Ten files of a table: with disjoint id ranges (data clustered by key), a MERGE w
 fall in one range reads that one file; with every file spanning the whole id range (keys spread
 over files), no file can be skipped, so the pass over the source keys is not run (fewer Spark
 jobs) and every file is read. The rows are checked against a hand-computed result either way.
+A source held in the plan (SQL VALUES) gives its keys without any Spark job.
 """
 from __future__ import annotations
 
@@ -25,8 +26,16 @@ def _table(ice, clustered: bool) -> None:
         ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, 'old' FROM {ids}")
 
 
-def _merge(ice):
-    src = ice.spark.createDataFrame([(510, "new"), (520, "new"), (5000, "ins")], "id bigint, v string")
+def _source(spark, rows: list[tuple], kind: str = "dataframe"):
+    """`rows` (id, v) as a Python-built DataFrame, or as SQL VALUES (data held in the plan)."""
+    if kind == "dataframe":
+        return spark.createDataFrame(rows, "id bigint, v string")
+    values = ", ".join(f"(CAST({i} AS BIGINT), '{v}')" for i, v in rows)
+    return spark.sql(f"SELECT * FROM VALUES {values} AS s(id, v)")
+
+
+def _merge(ice, kind: str = "dataframe"):
+    src = _source(ice.spark, [(510, "new"), (520, "new"), (5000, "ins")], kind)
     return _jobs(ice, lambda: ice.sql(MERGE, src=src).collect()[0])
 
 
@@ -36,9 +45,10 @@ def _check_rows(ice):
     assert rows == expected
 
 
-def test_clustered_keys_read_only_the_matching_file(ice):
+@pytest.mark.parametrize("kind", ["dataframe", "values"])
+def test_clustered_keys_read_only_the_matching_file(ice, kind):
     _table(ice, clustered=True)
-    _, result = _merge(ice)
+    _, result = _merge(ice, kind)
     assert (result.num_updated_rows, result.num_inserted_rows) == (2, 1)
     assert len(ice.last_plan.tasks) == 1, ice.last_plan.metrics
     _check_rows(ice)
@@ -59,16 +69,37 @@ def test_spread_keys_skip_the_source_key_pass(ice, spark, warehouse):
     assert spread_jobs < clustered_jobs, (spread_jobs, clustered_jobs)
 
 
+@pytest.mark.parametrize("kind", ["dataframe", "values"])
 @pytest.mark.parametrize("far_keys,files_read", [(999, 1), (1096, 5)])
-def test_many_source_keys_narrow_by_their_range_never_by_some_of_them(ice, far_keys, files_read):
+def test_many_source_keys_narrow_by_their_range_never_by_some_of_them(ice, far_keys, files_read, kind):
     """Up to 1000 distinct keys prune by their exact values; with more, by their range [510, ...]
     (files 500-999): never by an IN list of only some of the keys, which would skip the files
     of the others and turn their updates into duplicate inserts."""
     _table(ice, clustered=True)
     far = [100_000 + k * 7919 for k in range(far_keys)]
-    src = ice.spark.createDataFrame([(510, "new")] + [(i, "ins") for i in far], "id bigint, v string")
+    src = _source(ice.spark, [(510, "new")] + [(i, "ins") for i in far], kind)
     result = ice.sql(MERGE, src=src).collect()[0]
     assert (result.num_updated_rows, result.num_inserted_rows) == (1, far_keys)
     assert len(ice.last_plan.tasks) == files_read, ice.last_plan.metrics
     rows = {r.id: r.v for r in ice.sql("SELECT id, v FROM local.db.t").collect()}
     assert rows == {i: "old" for i in range(1000)} | {510: "new"} | {i: "ins" for i in far}
+
+
+def test_values_source_gives_its_keys_without_a_job(ice, monkeypatch):
+    from pyice_sql.spark.rowlevel import dml
+
+    _table(ice, clustered=True)
+    pass_jobs = []
+    original = dml.RowLevelExecutor._with_source_keys
+
+    def counted(self, plan, table, source):
+        jobs, narrowed = _jobs(ice, lambda: original(self, plan, table, source))
+        pass_jobs.append(jobs)
+        return narrowed
+
+    monkeypatch.setattr(dml.RowLevelExecutor, "_with_source_keys", counted)
+    _, result = _merge(ice, "values")
+    assert pass_jobs == [0]
+    assert (result.num_updated_rows, result.num_inserted_rows) == (2, 1)
+    assert len(ice.last_plan.tasks) == 1, ice.last_plan.metrics
+    _check_rows(ice)

@@ -17,6 +17,7 @@ A statement that changes nothing commits nothing. The result is one row of metri
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -45,7 +46,7 @@ from pyice_sql.core.plan import builder
 from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.core.plan.rules.join_type import keep_broadcast_for_target
-from pyice_sql.spark.connect_backend import analyzed_deterministic, within_broadcast_threshold
+from pyice_sql.spark.connect_backend import analyzed_deterministic, is_local_data, within_broadcast_threshold
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.file_keys import paths_by_ordinal
@@ -130,8 +131,9 @@ class RowLevelExecutor:
             start = branch_head(table, plan.target.branch or MAIN_BRANCH)
             scan = plan_files(table.metadata, table.io, start, plan.scan_filter)
             if source is not None:
-                source = source.persist()
-                self._persisted.append(source)
+                if not is_local_data(source):  # read once for the key pre-pass and the join
+                    source = source.persist()
+                    self._persisted.append(source)
                 if plan.prune_by_source_keys and source_keys_can_prune(
                         scan.tasks, table.metadata.schema(), table.metadata.spec_by_id,
                         [t for t, _ in plan.source_key_columns]):
@@ -186,14 +188,18 @@ class RowLevelExecutor:
         keys need a second query, for their min and max. (A large source pays a distinct
         aggregate of its keys; pruning is only tried when the target's files can be told apart.)"""
         schema = table.metadata.schema()
-        keys: dict[str, list] = {}
-        for t_col, s_col in plan.source_key_columns:
-            c = F.col(quote(s_col))
-            keys[t_col] = [r[0] for r in source.select(c).where(c.isNotNull()).distinct()
-                           .limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
-        many = [(t, s) for t, s in plan.source_key_columns if len(keys[t]) > MAX_SOURCE_KEY_VALUES]
-        bounds = source.agg(*[f(F.col(quote(s))) for _, s in many for f in (F.min, F.max)]).first() if many else ()
-        ranges = {t: (bounds[2 * i], bounds[2 * i + 1]) for i, (t, _) in enumerate(many)}
+        local = _local_source_keys(plan, source) if is_local_data(source) else None
+        if local is not None:
+            keys, ranges = local
+        else:
+            keys = {}
+            for t_col, s_col in plan.source_key_columns:
+                c = F.col(quote(s_col))
+                keys[t_col] = [r[0] for r in source.select(c).where(c.isNotNull()).distinct()
+                               .limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
+            many = [(t, s) for t, s in plan.source_key_columns if len(keys[t]) > MAX_SOURCE_KEY_VALUES]
+            bounds = source.agg(*[f(F.col(quote(s))) for _, s in many for f in (F.min, F.max)]).first() if many else ()
+            ranges = {t: (bounds[2 * i], bounds[2 * i + 1]) for i, (t, _) in enumerate(many)}
         extra: Expression = AlwaysTrue()
         for t_col, _ in plan.source_key_columns:
             field = schema.find_field(t_col)
@@ -440,3 +446,23 @@ def result_frame(spark, result: DmlResult) -> DataFrame:
     """The one metrics row, as a JVM-side local relation (collected without a job)."""
     row = result.as_row()
     return values(spark, dict.fromkeys(row, "bigint"), [tuple(row.values())])
+
+
+def _local_source_keys(plan: RowLevelPlan, source: DataFrame) -> tuple[dict[str, list], dict[str, tuple]] | None:
+    """`_with_source_keys`' distinct keys and (for columns with many) key ranges, for a source held
+    in the plan (`is_local_data`): its key columns collected without a Spark job (Spark's distinct
+    aggregate would run two). None when Python cannot stand in for Spark's distinct and min/max:
+    an unhashable or unorderable key type, or a NaN (Spark orders it above every number)."""
+    rows = source.select(*[F.col(quote(s)) for _, s in plan.source_key_columns]).collect()
+    keys, ranges = {}, {}
+    try:
+        for i, (t_col, _) in enumerate(plan.source_key_columns):
+            values = list(dict.fromkeys(r[i] for r in rows if r[i] is not None))
+            if any(isinstance(v, float) and math.isnan(v) for v in values):
+                return None
+            keys[t_col] = values
+            if len(values) > MAX_SOURCE_KEY_VALUES:
+                ranges[t_col] = (min(values), max(values))
+    except TypeError:
+        return None
+    return keys, ranges
