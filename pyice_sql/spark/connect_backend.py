@@ -58,8 +58,8 @@ def analyzed_text(df: Any) -> str:
 
 
 def is_local_data(df: Any) -> bool:
-    """Whether `df` optimizes to data held in the plan itself (a VALUES list, a small DataFrame built
-    on the driver): Spark then evaluates it, and queries over it, with no job, so caching it would
+    """Whether `df` optimizes to data held in the plan itself (a LocalRelation: SQL VALUES, for one):
+    Spark then evaluates it, and projections and filters of it, with no job, so caching it would
     only add one."""
     if not is_connect(df.sparkSession):
         return str(df._jdf.queryExecution().optimizedPlan().nodeName()) == "LocalRelation"
