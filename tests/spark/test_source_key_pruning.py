@@ -92,8 +92,8 @@ def test_values_source_gives_its_keys_without_a_job(ice, monkeypatch):
     pass_jobs = []
     original = dml.RowLevelExecutor._with_source_keys
 
-    def counted(self, plan, table, source):
-        jobs, narrowed = _jobs(ice, lambda: original(self, plan, table, source))
+    def counted(self, plan, table, source, local):
+        jobs, narrowed = _jobs(ice, lambda: original(self, plan, table, source, local))
         pass_jobs.append(jobs)
         return narrowed
 

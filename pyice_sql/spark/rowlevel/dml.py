@@ -131,13 +131,14 @@ class RowLevelExecutor:
             start = branch_head(table, plan.target.branch or MAIN_BRANCH)
             scan = plan_files(table.metadata, table.io, start, plan.scan_filter)
             if source is not None:
-                if not is_local_data(source):  # read once for the key pre-pass and the join
+                local = is_local_data(source)
+                if not local:  # read once for the key pre-pass and the join
                     source = source.persist()
                     self._persisted.append(source)
                 if plan.prune_by_source_keys and source_keys_can_prune(
                         scan.tasks, table.metadata.schema(), table.metadata.spec_by_id,
                         [t for t, _ in plan.source_key_columns]):
-                    narrowed = self._with_source_keys(plan, table, source)
+                    narrowed = self._with_source_keys(plan, table, source, local)
                     if narrowed is not plan:
                         plan, scan = narrowed, plan_files(table.metadata, table.io, start, narrowed.scan_filter)
             return self._execute(table, plan, source, scan)
@@ -180,17 +181,18 @@ class RowLevelExecutor:
             return self.session.scan_ref(source)
         return self.session.query_frame(source)
 
-    def _with_source_keys(self, plan: RowLevelPlan, table: Table, source: DataFrame) -> RowLevelPlan:
-        """Narrow the target scan to the source's key values (few) or key range (many).
+    def _with_source_keys(self, plan: RowLevelPlan, table: Table, source: DataFrame, local: bool) -> RowLevelPlan:
+        """Narrow the target scan to the source's key values (few) or key range (many); `local`:
+        the source is held in the plan (`is_local_data`), so Python reads its keys.
 
         One query per key column collects up to MAX_SOURCE_KEY_VALUES + 1 distinct keys (exact:
         a column with more gets the range, never a partial IN list); only the columns with more
         keys need a second query, for their min and max. (A large source pays a distinct
         aggregate of its keys; pruning is only tried when the target's files can be told apart.)"""
         schema = table.metadata.schema()
-        local = _local_source_keys(plan, source) if is_local_data(source) else None
-        if local is not None:
-            keys, ranges = local
+        found = _local_source_keys(plan, source) if local else None
+        if found is not None:
+            keys, ranges = found
         else:
             keys = {}
             for t_col, s_col in plan.source_key_columns:
