@@ -7,7 +7,7 @@ merge-on-read, one small commit per statement; Java runs the same statements on 
 Then, per snapshot in order, the manifest lists must have the same shape (content and entry
 counts of each manifest), Java's `entries` must show the same live files with the same sequence
 numbers, and Java must read our tables (with `_row_id` and `_last_updated_sequence_number` on
-v3) exactly as it reads its own.
+v3) exactly as it reads its own; PyIceberg and DuckDB read our merged v2 table's rows too.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import fastavro
 import pytest
 
 import pyice_sql
-from tests.interop.engines import ice_rows, java_sql
+from tests.interop.engines import assert_peers_read, ice_rows, java_sql
 from tests.interop.test_v3_write import MOR, _local, _metadata
 
 pytestmark = pytest.mark.interop
@@ -79,3 +79,8 @@ def test_java_reads_the_same_live_files_and_rows(twins, v):
     _, ours, reads, entries = twins
     assert entries[(v, "m")] == entries[(v, "j")]  # content, data and file sequence numbers, counts
     assert reads[(v, "m")] == reads[(v, "j")] == ours[v]
+
+
+def test_peers_read_our_merged_table(twins):
+    warehouse, ours, _, _ = twins
+    assert_peers_read(f"{warehouse}/db/m2", ours["2"])
