@@ -65,6 +65,46 @@ def test_rows_keep_their_file_and_position_under_the_file_key_join(table):
     assert all(physical[k] == v for k, v in scanned.items())
 
 
+def test_the_filter_is_exact_whatever_order_positions_come_in(table):
+    """The filter walks a data file's sorted deleted positions with a cursor while positions
+    ascend (as a scan reads them) and searches again when they do not: rows that come
+    descending, shuffled, repeated and interleaved across files keep exactly the live positions.
+    Truth: the ids at each position of the data files as Spark reads them on their own (the
+    fixture deleted ids ending in 3 and moved those ending in 4 to a new file)."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    from pyice_sql.core.catalog.base import TableIdentifier
+    from pyice_sql.core.scan.planner import plan_files
+    from pyice_sql.spark.read.file_keys import file_keys, live_rows
+
+    ice = table
+    t = ice.catalogs["local"].load_table(TableIdentifier(("db",), "t"))
+    tasks = plan_files(t.metadata, t.io, t.metadata.current_snapshot()).tasks
+    assert any(task.deletes for task in tasks) and not all(task.deletes for task in tasks)
+    rows, deleted, spellings = [], set(), []
+    for task in tasks:
+        raw = ice.spark.read.parquet(task.file.file_path).select("_metadata.file_path", "_metadata.row_index", "id")
+        raw = raw.collect()
+        spelling = raw[0]["file_path"]
+        spellings.append(spelling)
+        # the UPDATE's new data file has no deletes; the first files lost their ids ending in 3 and 4
+        deleted |= {(spelling, r["row_index"]) for r in raw if task.deletes and r["id"] % 10 in (3, 4)}
+        positions = [r["row_index"] for r in raw]
+        shuffled = positions[:]
+        random.Random(7).shuffle(shuffled)
+        rows += [(spelling, p) for p in sorted(positions, reverse=True) + shuffled + positions[::7]]
+    random.Random(11).shuffle(rows[len(rows) // 2:])  # the second half interleaves the files
+    keys = file_keys(ice.spark, spellings)
+    assert keys is not None
+    df = ice.spark.createDataFrame(rows, "path string, pos long").coalesce(1)
+    live = live_rows(ice.spark, tasks, keys, F.col("path"), F.col("pos"))
+    kept = sorted((r.path, r.pos) for r in df.where(live).collect())
+    assert kept == sorted(r for r in rows if r not in deleted)
+    assert len(deleted) > 0 and len(kept) < len(rows)
+
+
 def test_a_damaged_position_delete_file_fails_the_read_naming_it(ice, warehouse):
     ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
     ice.sql(f"CREATE TABLE local.db.t (id bigint) USING iceberg TBLPROPERTIES ({_mor(2)})")

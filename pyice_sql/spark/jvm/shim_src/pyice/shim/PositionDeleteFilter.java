@@ -27,7 +27,10 @@ import org.apache.spark.sql.types.StructType;
  * <p>The filter is a Spark SQL UDF over {@code (xxhash64(_metadata.file_path), _metadata.row_index)}, true for a
  * live row: Spark computes the 64-bit key natively, and the UDF sees two longs. {@link #fileKeys} computes the same
  * key for every planned file on the driver (with Spark's own {@code xxhash64}, over a local relation: no job) and
- * returns null when two of the scan's files share one, so the caller keeps its exact join instead.
+ * returns null when two of the scan's files share one, so the caller keeps its exact join instead. A scan reads a
+ * file's rows in ascending position, so the UDF walks the file's sorted deleted positions with a cursor and
+ * searches only past a deleted position or when positions go back (a binary search on every row made a 10M-row
+ * scan of the benchmark table after its statements ~13 % slower).
  *
  * <p>{@link #deletedPositions} gives the same positions as an array, for the writers that fold a data file's
  * previous deletes into its new delete file or deletion vector: they ask once per data file the statement
@@ -40,6 +43,7 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
     private final DeleteLoader deletes;
     private transient long currentKey;
     private transient long[] current;
+    private transient int cursor;  // deleted positions of the current file below the last position asked
 
     private PositionDeleteFilter(DeleteLoader deletes) {
         this.deletes = deletes;
@@ -96,8 +100,26 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
         if (current == null || key != currentKey) {
             current = deletes.positions(key);
             currentKey = key;
+            cursor = 0;
         }
-        return current.length == 0 || Arrays.binarySearch(current, pos) < 0;
+        long[] deleted = current;
+        if (deleted.length == 0) {
+            return true;
+        }
+        long p = pos;
+        int i = cursor;
+        if (i > 0 && deleted[i - 1] >= p) {  // not ascending: search again from the start
+            i = 0;
+        }
+        if (i < deleted.length && deleted[i] < p) {  // the usual step: just past one deleted position
+            i++;
+        }
+        if (i < deleted.length && deleted[i] < p) {
+            int found = Arrays.binarySearch(deleted, i, deleted.length, p);
+            i = found >= 0 ? found : -found - 1;
+        }
+        cursor = i;
+        return i == deleted.length || deleted[i] != p;
     }
 
     /** The UDF of {@link #deletedPositions}. */
