@@ -70,7 +70,8 @@ def test_the_filter_is_exact_whatever_order_positions_come_in(table):
     ascend (as a scan reads them) and searches again when they do not: rows that come
     descending, shuffled, repeated and interleaved across files keep exactly the live positions.
     Truth: the ids at each position of the data files as Spark reads them on their own (the
-    fixture deleted ids ending in 3 and moved those ending in 4 to a new file)."""
+    fixture deleted ids ending in 3 and moved those ending in 4 to a new file; the test deletes
+    those below 20 too, so the files hold different numbers of deleted positions)."""
     import random
 
     from pyspark.sql import functions as F
@@ -80,6 +81,7 @@ def test_the_filter_is_exact_whatever_order_positions_come_in(table):
     from pyice_sql.spark.read.file_keys import file_keys, live_rows
 
     ice = table
+    ice.sql("DELETE FROM local.db.t WHERE id < 20 AND id % 10 <> 4")  # files with more deletes than others
     t = ice.catalogs["local"].load_table(TableIdentifier(("db",), "t"))
     tasks = plan_files(t.metadata, t.io, t.metadata.current_snapshot()).tasks
     assert any(task.deletes for task in tasks) and not all(task.deletes for task in tasks)
@@ -89,13 +91,17 @@ def test_the_filter_is_exact_whatever_order_positions_come_in(table):
         raw = raw.collect()
         spelling = raw[0]["file_path"]
         spellings.append(spelling)
-        # the UPDATE's new data file has no deletes; the first files lost their ids ending in 3 and 4
-        deleted |= {(spelling, r["row_index"]) for r in raw if task.deletes and r["id"] % 10 in (3, 4)}
+        # the UPDATE's new data file has no deletes; the first files lost their ids ending in 3
+        # and 4, and those below 20
+        deleted |= {(spelling, r["row_index"]) for r in raw
+                    if task.deletes and (r["id"] % 10 in (3, 4) or r["id"] < 20)}
         positions = [r["row_index"] for r in raw]
         shuffled = positions[:]
         random.Random(7).shuffle(shuffled)
         rows += [(spelling, p) for p in sorted(positions, reverse=True) + shuffled + positions[::7]]
-    random.Random(11).shuffle(rows[len(rows) // 2:])  # the second half interleaves the files
+    half = rows[len(rows) // 2:]
+    random.Random(11).shuffle(half)
+    rows[len(rows) // 2:] = half  # the second half interleaves the files
     keys = file_keys(ice.spark, spellings)
     assert keys is not None
     df = ice.spark.createDataFrame(rows, "path string, pos long").coalesce(1)
