@@ -2,9 +2,12 @@
 
 A merge-on-read DELETE leaves delete files (v2: Parquet position delete files, v3: deletion
 vectors); the scan then filters rows with the shim's UDF instead of joining them with the delete
-rows. Checked against hand-computed row sets, on the plan (no anti-join), and on failures: a
-damaged delete file fails the read naming the file, and two planned files sharing a 64-bit key
-make the shim decline (the reader then joins, which is exact).
+rows. Rows name their file by its size where no other scanned file has that size, else by the
+hash of its path (file_keys.py); both are checked, and the string joins the reader falls back to.
+Checked against hand-computed row sets, on the
+plan (no anti-join), and on failures: a damaged delete file fails the read naming the file, a
+manifest size that disagrees with the file fails it too, and two planned files sharing a 64-bit
+key make the shim decline (the reader then joins, which is exact).
 """
 from __future__ import annotations
 
@@ -32,7 +35,39 @@ def table(ice, request):
     return ice
 
 
-def test_rows_removed_by_position_deletes_stay_removed(table):
+@pytest.fixture(params=["size", "join"])
+def file_key_kind(request, monkeypatch):
+    """Each test runs with rows keyed by file size (the fixture's sizes are distinct, as
+    `_assert_sizes_distinct` checks) and with the string joins (keys declined, as when two are
+    equal or on Spark Connect)."""
+    if request.param == "join":
+        monkeypatch.setattr("pyice_sql.spark.read.reader.scan_keys", lambda *args: None)
+    return request.param
+
+
+def _tasks(ice):
+    from pyice_sql.core.catalog.base import TableIdentifier
+    from pyice_sql.core.scan.planner import plan_files
+
+    t = ice.catalogs["local"].load_table(TableIdentifier(("db",), "t"))
+    return plan_files(t.metadata, t.io, t.metadata.current_snapshot()).tasks
+
+
+def _assert_sizes_distinct(ice):
+    sizes = [t.file.file_size_in_bytes for t in _tasks(ice)]
+    assert len(set(sizes)) == len(sizes), f"the fixture's data files must differ in size: {sizes}"
+
+
+def _assert_keyed_by(kind: str, plan: str) -> None:
+    if kind == "size":
+        assert "file_size" in plan and "xxhash64" not in plan and "file_path" not in plan
+    elif kind == "size and path":
+        assert "file_size" in plan and "xxhash64(_metadata" in plan
+    else:
+        assert "UDF" not in plan and "Join" in plan
+
+
+def test_rows_removed_by_position_deletes_stay_removed(table, file_key_kind):
     ice = table
     rows = {(r.id, r.data) for r in ice.sql("SELECT id, data FROM local.db.t").collect()}
     expected = {(i, "u" if i % 10 == 4 else f"r{i}") for i in range(200) if i % 10 != 3}
@@ -42,20 +77,23 @@ def test_rows_removed_by_position_deletes_stay_removed(table):
 
 
 def test_the_scan_filters_in_its_tasks_instead_of_joining(table):
+    _assert_sizes_distinct(table)
     plan = table.sql("SELECT id FROM local.db.t")._jdf.queryExecution().optimizedPlan().toString()
-    assert "xxhash64" in plan and "LeftAnti" not in plan
+    assert "LeftAnti" not in plan
+    _assert_keyed_by("size", plan)
 
 
-def test_rows_keep_their_file_and_position_under_the_file_key_join(table):
-    """The row-level scan joins each row's facts by the 64-bit file key: every live row's
+def test_rows_keep_their_file_and_position_under_the_file_key_join(table, file_key_kind):
+    """The row-level scan looks up each row's facts by its file key: every live row's
     (`_file`, `_pos`) holds its id when that file is read on its own."""
     from pyice_sql.core.catalog.base import TableIdentifier
     from pyice_sql.spark.read.table_scan import scan
 
     ice = table
+    _assert_sizes_distinct(ice)
     t = ice.catalogs["local"].load_table(TableIdentifier(("db",), "t"))
     rows, plan = scan(ice.spark, t, with_metadata=True)
-    assert "xxhash64" in rows._jdf.queryExecution().optimizedPlan().toString()
+    _assert_keyed_by(file_key_kind, rows._jdf.queryExecution().optimizedPlan().toString())
     scanned = {(r["_file"], r["_pos"]): r["id"] for r in rows.select("_file", "_pos", "id").collect()}
     physical = {}
     for task in plan.tasks:
@@ -105,10 +143,77 @@ def test_the_filter_is_exact_whatever_order_positions_come_in(table):
     keys = file_keys(ice.spark, spellings)
     assert keys is not None
     df = ice.spark.createDataFrame(rows, "path string, pos long").coalesce(1)
-    live = live_rows(ice.spark, tasks, keys, F.col("path"), F.col("pos"))
+    live = live_rows(ice.spark, tasks, keys, F.xxhash64("path"), F.col("pos"))
     kept = sorted((r.path, r.pos) for r in df.where(live).collect())
     assert kept == sorted(r for r in rows if r not in deleted)
     assert len(deleted) > 0 and len(kept) < len(rows)
+
+
+@pytest.mark.parametrize("with_metadata", [False, True])
+def test_files_of_equal_size_are_keyed_by_path_and_read_exactly(ice, with_metadata):
+    """Two data files with the same rows have the same size: their rows are keyed by the hash of
+    the path, the others' by size. Truth: the rows inserted, less the ones deleted, and each
+    row's (`_file`, `_pos`) as Spark reads that file on its own."""
+    from pyice_sql.core.catalog.base import TableIdentifier
+    from pyice_sql.spark.read.table_scan import scan
+
+    ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
+    ice.sql(f"CREATE TABLE local.db.t (id bigint) USING iceberg TBLPROPERTIES ({_mor(2)})")
+    for _ in range(2):
+        ice.sql("INSERT INTO local.db.t SELECT id FROM range(0, 50) ORDER BY id")
+    ice.sql("INSERT INTO local.db.t VALUES (1000)")
+    ice.sql("DELETE FROM local.db.t WHERE id % 7 = 0")
+    sizes = [t.file.file_size_in_bytes for t in _tasks(ice)]
+    assert len(set(sizes)) < len(sizes) and any(sizes.count(s) == 1 for s in sizes)
+    rows, plan = scan(ice.spark, ice.catalogs["local"].load_table(TableIdentifier(("db",), "t")),
+                      with_metadata=with_metadata)
+    _assert_keyed_by("size and path", rows._jdf.queryExecution().optimizedPlan().toString())
+    collected = rows.collect()
+    assert sorted(r.id for r in collected) == sorted(2 * [i for i in range(50) if i % 7] + [1000])
+    if with_metadata:
+        for task in plan.tasks:
+            raw = ice.spark.read.parquet(task.file.file_path).select("_metadata.row_index", "id").collect()
+            ids = {r["row_index"]: r["id"] for r in raw}
+            assert all(ids[r["_pos"]] == r["id"] for r in collected if r["_file"] == task.file.file_path)
+        assert {r["_file"] for r in collected} == {t.file.file_path for t in plan.tasks}
+
+
+def _sizes_one_byte_off(monkeypatch):
+    """Every planned size one byte off: as if each file on storage differed from its manifest."""
+    from pyice_sql.spark.read import reader
+
+    real = reader.scan_keys
+
+    def off(*args):
+        keys, column = real(*args)
+        return [k + 1 for k in keys], column
+    monkeypatch.setattr(reader, "scan_keys", off)
+
+
+def test_a_manifest_size_that_disagrees_with_the_file_fails_the_delete_filter(table, monkeypatch):
+    """Rows keyed by size find their file's deletes through the manifests' `file_size_in_bytes`;
+    a row of a file whose size on storage differs must fail the scan, not read as live."""
+    _sizes_one_byte_off(monkeypatch)
+    with pytest.raises(Exception) as failure:
+        table.sql("SELECT id FROM local.db.t").collect()
+    assert "is no planned data file's: a manifest disagrees with the file on storage" in str(failure.value)
+
+
+def test_a_manifest_size_that_disagrees_with_the_file_fails_the_fact_lookup(ice, monkeypatch):
+    """The same for a row-level scan of files without deletes: its per-file facts (`_file`, ...)
+    are looked up by size, and a row of no planned size fails rather than take no file."""
+    from pyice_sql.core.catalog.base import TableIdentifier
+    from pyice_sql.spark.read.table_scan import scan
+
+    ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
+    ice.sql(f"CREATE TABLE local.db.t (id bigint) USING iceberg TBLPROPERTIES ({_mor(2)})")
+    ice.sql("INSERT INTO local.db.t VALUES (1), (2), (3)")
+    _assert_sizes_distinct(ice)
+    _sizes_one_byte_off(monkeypatch)
+    rows, _ = scan(ice.spark, ice.catalogs["local"].load_table(TableIdentifier(("db",), "t")), with_metadata=True)
+    with pytest.raises(Exception) as failure:
+        rows.select("_file").collect()
+    assert "is no planned data file's: a manifest disagrees with the file on storage" in str(failure.value)
 
 
 def test_a_damaged_position_delete_file_fails_the_read_naming_it(ice, warehouse):

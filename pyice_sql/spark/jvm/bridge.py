@@ -358,11 +358,11 @@ class ShimHandle:
         or None when two collide (see read/file_keys.py)."""
         return self._call("PositionDeleteFilter", "fileKeys", self._spark._jsparkSession, spellings)
 
-    def live_rows(self, spec: str, path: Any, pos: Any) -> Any:
-        """The JVM Column of PositionDeleteFilter.liveRows over the JVM columns `path` and `pos` (see
-        read/file_keys.py for `spec`)."""
+    def live_rows(self, spec: str, key: Any, pos: Any) -> Any:
+        """The JVM Column of PositionDeleteFilter.liveRows over the JVM columns `key` (the row's file key)
+        and `pos` (see read/file_keys.py for `spec`)."""
         return self._call("PositionDeleteFilter", "liveRows", self._spark._jsparkSession, spec, self._conf(),
-                          path, pos)
+                          key, pos)
 
     def file_facts(self, table: str, types: list[str], key: Any) -> list[Any]:
         """FileFacts.columns: one JVM Column per fact of `table`, typed by `types` (see

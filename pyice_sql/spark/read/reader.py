@@ -6,11 +6,12 @@ Position deletes and deletion vectors are applied in the scan tasks by the JVM s
 filter (`file_keys`); where the shim is absent (Spark Connect) they are read as a
 DataFrame and removed with a broadcast left-anti join on (file, row position). Equality deletes
 are removed with a left-anti join on their columns (null-safe), limited to older data in the
-same partition. Row identity comes from Spark's hidden `_metadata` column:
-`file_path` (a URI, percent-encoded) and `row_index`. The rows keep Spark's raw `file_path`:
-each planned file's Spark spelling is computed once on the driver (`spark_paths`), and the
-per-file facts (`_file`, partition, sequence number of each file) are looked up by its 64-bit key
-(`file_keys`), or joined on the spelling itself from a small table where the shim is absent.
+same partition. Row identity comes from Spark's hidden `_metadata` column: `row_index`, and the
+file as a 64-bit key (`file_keys.scan_keys`: its `file_size` where no other scanned file has
+that size, else the hash of `file_path`, a percent-encoded URI kept raw: each planned file's
+Spark spelling is computed once on the driver, `spark_paths`). The per-file facts (`_file`,
+partition, sequence number of each file) are looked up by that key, or joined on the spelling
+itself from a small table where the shim is absent.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.connect_backend import is_connect
 from pyice_sql.spark.local_relation import local_rows
-from pyice_sql.spark.read.file_keys import file_key, file_keys, live_rows, lookup_facts
+from pyice_sql.spark.read.file_keys import live_rows, lookup_facts, scan_keys
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
 from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
@@ -42,7 +43,8 @@ DELETE_FILE_PATH = T.StructField("file_path", T.StringType(), False, {FIELD_ID_K
 DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545})
 _KEY = "__path_key"
 _SPARK_PATH = "__spark_path"  # `_metadata.file_path` as Spark reports it
-_FILE_KEY = "__file_key"  # its 64-bit key (file_keys.py)
+_FILE_SIZE = "__file_size"  # `_metadata.file_size`
+_FILE_KEY = "__file_key"  # the row's file as a long: its size, or the hash of its path (file_keys.py)
 # the facts of a scanned row's data file, by which it is written back (`_file`, `_spec_id`,
 # `_partition`), its position deletes joined (`__path_key`), its equality deletes scoped (`_seq`)
 # and its row ids inherited (`__first_row_id`)
@@ -156,32 +158,44 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
             read_schemas[key] = (_promoted_read_schema(schema, t.written_schema),
                                  frozenset(f.field_id for f in read_as_initial_default(schema, t.written_schema)))
         groups.setdefault(read_schemas[key], []).append(t.file.file_path)
-    row_id = [F.col("_metadata.file_path").alias(_SPARK_PATH), F.col("_metadata.row_index").alias(POS_COL)]
-    spellings: dict[str, str] = {}
+    row_identity = with_metadata or bool(deletes)
+    # the row's file: its size and Spark's spelling of its path (file_keys.scan_keys picks the key;
+    # the path is pruned from the scan when unused)
+    row_id = [F.col("_metadata.file_path").alias(_SPARK_PATH), F.col("_metadata.file_size").alias(_FILE_SIZE),
+              F.col("_metadata.row_index").alias(POS_COL)]
+    parts: list[tuple[DataFrame, list[str]]] = []
     frames = []
     for (read_schema, defaulted), paths in groups.items():
         part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
-        if read_schema is None and not defaulted and not (with_metadata or deletes or live_flag) and len(groups) == 1:
+        if read_schema is None and not defaulted and not (row_identity or live_flag) and len(groups) == 1:
             return part
         cols = columns if read_schema is None else [
             c.cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for c, f in zip(columns, schema.fields)]
         cols = [F.expr(default_sql(f.type, f.initial_default, f.name).sql(dialect="spark")).alias(f.name)
                 if f.field_id in defaulted else c for c, f in zip(cols, schema.fields)]
-        if with_metadata or deletes:
-            spellings.update(spark_spellings(part, paths))
-        frames.append(part.select(*cols, *(row_id if with_metadata or deletes else [])))
+        parts.append((part, paths))
+        frames.append(part.select(*cols, *(row_id if row_identity else [])))
     data = functools.reduce(DataFrame.union, frames)
-    if not with_metadata and not deletes and not live_flag:
+    if not row_identity and not live_flag:
         return data
+
+    @functools.cache
+    def spellings() -> dict[str, str]:
+        return {p: s for part, paths in parts for p, s in spark_spellings(part, paths).items()}
+
     pos_deletes = [d.data_file for d in deletes.values() if d.data_file.content == FileContent.POSITION_DELETES]
     eq_deletes = [d for d in deletes.values() if d.data_file.content == FileContent.EQUALITY_DELETES]
-    # the per-file facts, when rows need them: looked up by the 64-bit file key when the shim finds
-    # the scan's keys distinct, else a small table joined on the path; a position-delete join then
-    # matches rows by their `__path_key`, so it needs no table of its own
+    # the per-file facts, when rows need them: looked up by the 64-bit file key when the scan's keys
+    # are distinct, else a small table joined on the path; a position-delete join then matches rows
+    # by their `__path_key`, so it needs no table of its own
     keyed = with_metadata or bool(eq_deletes)
-    keys = file_keys(spark, [spellings[t.file.file_path] for t in tasks]) if keyed or pos_deletes else None
-    hashed = keys is not None
-    live = live_rows(spark, tasks, keys, F.col(_SPARK_PATH), F.col(POS_COL)) if pos_deletes and hashed else None
+    keys = None
+    if row_identity:
+        found = scan_keys(spark, tasks, spellings, F.col(_FILE_SIZE), F.col(_SPARK_PATH))
+        if found is not None:
+            keys, key = found
+            data = data.withColumn(_FILE_KEY, key)
+    live = live_rows(spark, tasks, keys, F.col(_FILE_KEY), F.col(POS_COL)) if pos_deletes and keys else None
     if live is not None:
         data, pos_deletes = (data.withColumn(live_flag, live) if live_flag else data.where(live)), []
     elif live_flag:
@@ -190,16 +204,15 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
                   t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)]
         looked_up = lookup_facts(spark, dict(zip(keys, facts)), [f.dataType.simpleString() for f in _FACTS],
-                                 F.col(_FILE_KEY)) if hashed else None
+                                 F.col(_FILE_KEY)) if keys is not None else None
         if looked_up is not None:
-            data = data.withColumn(_FILE_KEY, file_key(F.col(_SPARK_PATH))).select(
-                "*", *[c.alias(f.name) for c, f in zip(looked_up, _FACTS)])
+            data = data.select("*", *[c.alias(f.name) for c, f in zip(looked_up, _FACTS)])
         else:
-            files = local_rows(spark, [(spellings[t.file.file_path], *f) for t, f in zip(tasks, facts)],
+            files = local_rows(spark, [(spellings()[t.file.file_path], *f) for t, f in zip(tasks, facts)],
                                T.StructType([T.StructField(_SPARK_PATH, T.StringType()), *_FACTS]))
             data = data.join(F.broadcast(files), _SPARK_PATH)
     if pos_deletes:
-        data = _apply_position_deletes(spark, data, pos_deletes, spellings, keyed)
+        data = _apply_position_deletes(spark, data, pos_deletes, spellings(), keyed)
     if eq_deletes:
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []

@@ -39,7 +39,10 @@ import org.apache.spark.sql.SparkSession;
  * many files does not ship it in every task. It holds one record per data file with deletes, records separated by
  * U+0000, fields by U+0001: the file's 64-bit key, its path as manifests and delete files spell it, then one field
  * per delete: {@code P<path>} for a position delete file, {@code V<path>} U+0002 offset U+0002 length U+0002
- * cardinality for a deletion vector.
+ * cardinality for a deletion vector. A spec whose first record is {@code *} lists every planned data file, those
+ * without deletes as a record of their key alone; then a key it lacks is an error, not a file without deletes:
+ * a scan keys most rows by {@code _metadata.file_size}, and a row of a file whose size on storage differs from
+ * its manifest's {@code file_size_in_bytes} must not read as live.
  */
 final class DeleteLoader implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -51,6 +54,12 @@ final class DeleteLoader implements Serializable {
 
     /** Parsed specs on this JVM by broadcast id, so the tasks of one scan parse its spec once. */
     private static final Map<Long, Map<Long, DataFileDeletes>> PARSED = RecentSpecs.create(8);
+    private static final DataFileDeletes NO_DELETES = new DataFileDeletes(null);
+    /**
+     * Held at key {@link Long#MIN_VALUE} by a parsed spec that lists every planned data file (compared by identity,
+     * so a file whose key is that value cannot pass for it).
+     */
+    private static final DataFileDeletes EVERY_FILE = new DataFileDeletes(null);
 
     // Broadcast as JDK types, so the block manager resolves them without the shim's class loader.
     private final Broadcast<String> spec;
@@ -90,7 +99,15 @@ final class DeleteLoader implements Serializable {
             if (record.isEmpty()) {
                 continue;  // a spec of no records
             }
+            if (record.equals("*")) {
+                byKey.put(Long.MIN_VALUE, EVERY_FILE);
+                continue;
+            }
             String[] fields = record.split(FIELD, -1);
+            if (fields.length == 1) {
+                byKey.put(Long.parseLong(fields[0]), NO_DELETES);
+                continue;
+            }
             DataFileDeletes file = new DataFileDeletes(localKey(fields[1]));
             for (int i = 2; i < fields.length; i++) {
                 String f = fields[i];
@@ -116,7 +133,11 @@ final class DeleteLoader implements Serializable {
             byKey = PARSED.computeIfAbsent(spec.id(), id -> parse(spec.value()));
         }
         DataFileDeletes d = byKey.get(key);
-        if (d == null) {
+        if (d == null && byKey.get(Long.MIN_VALUE) == EVERY_FILE) {
+            throw new IllegalStateException("a scanned row's data file key " + key + " (its file_size_in_bytes, or "
+                + "its path's hash) is no planned data file's: a manifest disagrees with the file on storage");
+        }
+        if (d == null || d == NO_DELETES || d == EVERY_FILE) {
             return NONE;
         }
         List<long[]> parts = new ArrayList<>();

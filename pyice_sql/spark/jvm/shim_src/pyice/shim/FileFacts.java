@@ -75,7 +75,8 @@ public final class FileFacts implements UDF1<Long, Object> {
             }
             current = byKey.get(key);
             if (current == null) {
-                throw new IllegalStateException("no planned data file has the key " + key);
+                throw new IllegalStateException("a scanned row's data file key " + key + " (its file_size_in_bytes, "
+                    + "or its path's hash) is no planned data file's: a manifest disagrees with the file on storage");
             }
             currentKey = key;
         }

@@ -24,10 +24,11 @@ import org.apache.spark.sql.types.StructType;
  * them, so a merge-on-read scan needs no job to read the delete rows, no hash table built on the driver and
  * broadcast, and no join probed with a long path string per row.
  *
- * <p>The filter is a Spark SQL UDF over {@code (xxhash64(_metadata.file_path), _metadata.row_index)}, true for a
- * live row: Spark computes the 64-bit key natively, and the UDF sees two longs. {@link #fileKeys} computes the same
- * key for every planned file on the driver (with Spark's own {@code xxhash64}, over a local relation: no job) and
- * returns null when two of the scan's files share one, so the caller keeps its exact join instead. A scan reads a
+ * <p>The filter is a Spark SQL UDF over {@code (key, _metadata.row_index)}, true for a live row, where the key names
+ * the row's data file as a long: {@code _metadata.file_size} where no other scanned file has that size (a long
+ * Spark already holds per file), else {@code xxhash64(_metadata.file_path)}, for which {@link #fileKeys} computes
+ * the key of every planned file on the driver (with Spark's own {@code xxhash64}, over a local relation: no job)
+ * and returns null when two of the scan's files share one, so the caller keeps its exact join instead. A scan reads a
  * file's rows in ascending position, so the UDF walks the file's sorted deleted positions with a cursor and
  * searches only past a deleted position or when positions go back (a binary search on every row made a 10M-row
  * scan of the benchmark table after its statements ~13 % slower).
@@ -50,14 +51,14 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
     }
 
     /**
-     * The live-row predicate over the scan's {@code path} ({@code _metadata.file_path}) and {@code pos}
-     * ({@code _metadata.row_index}) columns; {@code spec} as {@link DeleteLoader} reads it, keyed by
-     * {@link #fileKeys} of the paths' spellings. The caller must have checked that the scan's keys are distinct.
+     * The live-row predicate over the scan's file {@code key} and {@code pos} ({@code _metadata.row_index})
+     * columns; {@code spec} as {@link DeleteLoader} reads it, keyed by the same keys. The caller must have checked
+     * that the scan's keys are distinct.
      */
-    public static Column liveRows(SparkSession spark, String spec, Configuration conf, Column path, Column pos)
+    public static Column liveRows(SparkSession spark, String spec, Configuration conf, Column key, Column pos)
             throws IOException {
         PositionDeleteFilter filter = new PositionDeleteFilter(DeleteLoader.ship(spark, spec, conf));
-        return functions.udf(filter, DataTypes.BooleanType).apply(functions.xxhash64(path), pos);
+        return functions.udf(filter, DataTypes.BooleanType).apply(key, pos);
     }
 
     /**
