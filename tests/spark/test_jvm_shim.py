@@ -254,6 +254,60 @@ def test_java_string_list_keeps_every_string_in_order(spark, items):
     assert (joined.split("\1") if items else []) == items
 
 
+def _answers(calls):
+    """Runs `calls()` and returns (its result, the length of every py4j answer it received)."""
+    from py4j import clientserver
+
+    lengths = []
+    original = clientserver.ClientServerConnection.send_command
+
+    def recording(self, command):
+        answer = original(self, command)
+        lengths.append(len(answer.encode("utf-8")))
+        return answer
+
+    clientserver.ClientServerConnection.send_command = recording
+    try:
+        return calls(), lengths
+    finally:
+        clientserver.ClientServerConnection.send_command = original
+
+
+# py4j writes a longer answer in several socket writes, and the last waits ~40 ms for a delayed TCP ack
+PY4J_ONE_WRITE = 8192
+
+
+@pytest.mark.parametrize("size", [0, 1, 6000, 6001, 40_000, 300_000])
+def test_long_file_reads_arrive_whole_in_one_write_answers(shim, tmp_path, size):
+    """read_all of any size returns the file's bytes exactly; up to Text.java's limit of pieces, no
+    py4j answer is longer than one socket write."""
+    data = os.urandom(size)
+    path = str(tmp_path / "blob")
+    shim.write_new(path, data)
+    got, lengths = _answers(lambda: shim.read_all(path))
+    assert got == data
+    if size <= 64 * 6000:
+        assert max(lengths) <= PY4J_ONE_WRITE
+
+
+@pytest.mark.parametrize("texts", [
+    ["x" * 100],
+    [f"file:/w/db/t/data/{i:05d}-ünï code.parquet" for i in range(800)],
+    ["a\\b\n\r" * 700, "\U0001F600" * 3000],  # escapes and surrogate pairs across the pieces' bounds
+    ["é" * 2699 + "\U0001F600" + "z" * 5000],
+    ["y" * 400_000],  # beyond the pieces' limit: whole
+])
+def test_joined_texts_arrive_whole_in_one_write_answers(spark, shim, texts):
+    gateway = spark.sparkContext._gateway
+    items = gateway.new_array(gateway.jvm.java.lang.String, len(texts))
+    for i, t in enumerate(texts):
+        items[i] = t
+    got, lengths = _answers(lambda: shim.joined(items, "\n"))
+    assert got == "\n".join(texts)
+    if len(got) <= 64 * 2700:
+        assert max(lengths) <= PY4J_ONE_WRITE
+
+
 def test_footer_stats_missing_file_fails(shim, tmp_path):
     with pytest.raises(Exception, match="no-such.parquet"):
         shim.footer_stats([str(tmp_path / "no-such.parquet")])
@@ -386,6 +440,7 @@ _FRESH_JVM_SCRIPT = textwrap.dedent("""
         "dv": [dv.b.lower(), dv.p],
         "write": [shim.write_new(out + "/f", b"1"), shim.write_new(out + "/f", b"2")],
         "rename": [shim.write_new(out + "/g", b"3"), shim.rename_no_overwrite(out + "/g", out + "/f")],
+        "long": [shim.write_new(out + "/h", bytes(range(256)) * 200), shim.read_all(out + "/h") == bytes(range(256)) * 200],
     }))
     spark.stop()
 """)
@@ -405,4 +460,4 @@ def test_other_load_path_in_fresh_jvm(spark, shim, tmp_path):
     assert result == {"mode": mode, "direct": mode == "classpath", "rows": 10,
                       "buckets": [(2017239379 & MASK) % 16, (1210000089 & MASK) % 16],
                       "dv": [serialize_positions([1, 4, 6]).hex(), [1, 4, 6]],
-                      "write": [True, False], "rename": [True, False]}
+                      "write": [True, False], "rename": [True, False], "long": [True, True]}

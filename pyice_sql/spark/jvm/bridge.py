@@ -15,6 +15,7 @@ Either way the handshake compares `Shim.version()` with the version of the sourc
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -201,12 +202,27 @@ class _Core:
         try:
             if self.mode == "classpath":
                 return getattr(getattr(jvm.pyice.shim, cls), name)(*args)
-            arr = self.sc._gateway.new_array(jvm.java.lang.Object, len(args))
-            for i, a in enumerate(args):
-                arr[i] = a
-            return self._method(cls, name, len(args)).invoke(None, arr)
+            return self._method(cls, name, len(args)).invoke(None, self._objects(args))
         except Py4JJavaError as e:
             raise _translate(e) from e
+
+    def call_text(self, cls: str, name: str, *args: Any) -> str | None:
+        """`call` of a method returning a String, read in pieces that each fit one py4j answer (Text.java:
+        a longer answer waits ~40 ms for a delayed TCP acknowledgement)."""
+        return _read_pieces(self.call("Text", "call", cls, name, self._objects(args)))
+
+    def call_bytes(self, cls: str, name: str, *args: Any) -> bytes | None:
+        """`call` of a method returning a byte[], read as `call_text` reads a String."""
+        got = self.call("Text", "callBytes", cls, name, self._objects(args))
+        if got is None or isinstance(got, (bytes, bytearray)):
+            return None if got is None else bytes(got)
+        return base64.b64decode(_read_pieces(got))
+
+    def _objects(self, args: tuple) -> Any:
+        arr = self.sc._gateway.new_array(self.sc._jvm.java.lang.Object, len(args))
+        for i, a in enumerate(args):
+            arr[i] = a
+        return arr
 
     def _method(self, cls: str, name: str, arity: int) -> Any:
         key = (cls, name, arity)
@@ -220,6 +236,16 @@ class _Core:
                 if key not in self._methods:
                     raise ShimError(f"no static method {cls}.{name} with {arity} parameters in the shim")
             return self._methods[key]
+
+
+def _read_pieces(text: Any) -> str | None:
+    """A String a Text.java method returned: itself, or a Text read piece by piece."""
+    if text is None or isinstance(text, str):
+        return text
+    pieces = []
+    while (piece := text.next()) is not None:
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def java_string_list(jvm: Any, items: Iterable[str]) -> Any:
@@ -322,6 +348,17 @@ class ShimHandle:
     def _call(self, cls: str, name: str, *args: Any) -> Any:
         return self._core.call(cls, name, *args)
 
+    def _call_text(self, cls: str, name: str, *args: Any) -> str | None:
+        return self._core.call_text(cls, name, *args)
+
+    def schema_json(self, frame: Any) -> str:
+        """The JSON of the JVM Dataset `frame`'s schema, fetched without py4j's wait on long answers."""
+        return _read_pieces(self._call("Text", "schemaJson", frame))
+
+    def joined(self, items: Any, separator: str) -> str:
+        """The JVM String[] `items` joined by `separator`, fetched without py4j's wait on long answers."""
+        return _read_pieces(self._call("Text", "joined", items, separator))
+
     # -- Parquet footers ------------------------------------------------------------------------------------
     def footer_stats(self, paths: Iterable[str]) -> list[dict]:
         """One summary dict per Parquet file (see FooterStats.java).
@@ -337,9 +374,9 @@ class ShimHandle:
         sc = self._core.sc
         jpaths = java_string_list(sc._jvm, paths)
         if len(paths) <= DRIVER_FOOTER_LIMIT or (len(paths) <= LOCAL_DRIVER_FOOTER_LIMIT and all(map(is_local, paths))):
-            return json.loads(self._call("FooterStats", "footerStatsOnDriver", jpaths, self._conf(),
+            return json.loads(self._call_text("FooterStats", "footerStatsOnDriver", jpaths, self._conf(),
                                          DRIVER_FOOTER_THREADS))
-        return json.loads(self._call("FooterStats", "footerStats", sc._jsc, jpaths, self._conf()))
+        return json.loads(self._call_text("FooterStats", "footerStats", sc._jsc, jpaths, self._conf()))
 
     # -- bucket transform -----------------------------------------------------------------------------------
     def register_bucket_udf(self) -> None:
@@ -356,7 +393,7 @@ class ShimHandle:
     def file_keys(self, spellings: str) -> str | None:
         """PositionDeleteFilter.fileKeys: the 64-bit keys of the U+0000-separated paths, comma-separated,
         or None when two collide (see read/file_keys.py)."""
-        return self._call("PositionDeleteFilter", "fileKeys", self._spark._jsparkSession, spellings)
+        return self._call_text("PositionDeleteFilter", "fileKeys", self._spark._jsparkSession, spellings)
 
     def live_rows(self, spec: str, key: Any, pos: Any) -> Any:
         """The JVM Column of PositionDeleteFilter.liveRows over the JVM columns `key` (the row's file key)
@@ -372,7 +409,7 @@ class ShimHandle:
     def write_position_delete_files(self, rows: Any, targets: str, previous: str | None, codec: str) -> str:
         """PositionDeleteWriter.write: writes the delete files of the JVM Dataset `rows` in its tasks and
         returns their footer summaries, a JSON array (see write/delete_writer.py)."""
-        return self._call("PositionDeleteWriter", "write", rows, targets, previous, self._conf(), codec)
+        return self._call_text("PositionDeleteWriter", "write", rows, targets, previous, self._conf(), codec)
 
     def deleted_positions(self, spec: str, path: Any) -> Any:
         """The JVM Column of PositionDeleteFilter.deletedPositions over the JVM column `path` (see
@@ -390,7 +427,7 @@ class ShimHandle:
         return bool(self._call("FileOps", "renameNoOverwrite", src, dst, self._conf()))
 
     def read_all(self, path: str) -> bytes:
-        return bytes(self._call("FileOps", "readAll", path, self._conf()))
+        return self._core.call_bytes("FileOps", "readAll", path, self._conf())
 
     def exists(self, path: str) -> bool:
         return bool(self._call("FileOps", "exists", path, self._conf()))
@@ -409,7 +446,7 @@ class ShimHandle:
 
     def list(self, directory: str, recursive: bool = False) -> list[ListedFile]:
         """Files below `directory` (recursive: files only), or its children incl. directories; [] if missing."""
-        raw = json.loads(self._call("FileOps", "list", directory, bool(recursive), self._conf()))
+        raw = json.loads(self._call_text("FileOps", "list", directory, bool(recursive), self._conf()))
         return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
 
     # -- many files at once (one Spark job each) -------------------------------------------------------------
@@ -418,18 +455,18 @@ class ShimHandle:
 
     def list_many(self, directories: Iterable[str]) -> list[ListedFile]:
         """Every file below each directory, listed on the executors in one Spark job."""
-        raw = json.loads(self._call("BulkFiles", "list", self._core.sc._jsc, self._java_list(directories),
+        raw = json.loads(self._call_text("BulkFiles", "list", self._core.sc._jsc, self._java_list(directories),
                                     self._conf()))
         return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
 
     def live_entries(self, manifests: Iterable[str]) -> list[tuple[str, int]]:
         """(file_path, content) of the live entries of Iceberg manifests, read in one Spark job."""
-        raw = json.loads(self._call("BulkFiles", "liveEntries", self._core.sc._jsc, self._java_list(manifests),
+        raw = json.loads(self._call_text("BulkFiles", "liveEntries", self._core.sc._jsc, self._java_list(manifests),
                                     self._conf()))
         return [(p, int(c)) for p, c in raw]
 
     def delete_many(self, paths: Iterable[str]) -> list[tuple[str, str]]:
         """Delete files on the executors in one Spark job; (path, error) of those not deleted."""
-        raw = json.loads(self._call("BulkFiles", "delete", self._core.sc._jsc, self._java_list(paths),
+        raw = json.loads(self._call_text("BulkFiles", "delete", self._core.sc._jsc, self._java_list(paths),
                                     self._conf()))
         return [(p, e) for p, e in raw]

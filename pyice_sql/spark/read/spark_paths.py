@@ -67,9 +67,10 @@ def spark_spellings(frame: DataFrame, paths: list[str]) -> dict[str, str]:
     a plain Parquet read of exactly those files. One JVM call lists them all."""
     if is_connect(frame.sparkSession):
         listed = frame.inputFiles()
-    else:  # joined in the JVM: one py4j round trip, not one per file (a scan may list thousands)
-        listed = frame.sparkSession._jvm.scala.Predef.genericWrapArray(frame._jdf.inputFiles()).mkString(
-            "\n").split("\n")
+    else:  # joined in the JVM: a few py4j round trips, not one per file (a scan may list thousands)
+        from pyice_sql.spark.jvm.bridge import load_shim
+
+        listed = load_shim(frame.sparkSession).joined(frame._jdf.inputFiles(), "\n").split("\n")
     by_key = {}
     for uri in listed:
         by_key[local_key(unquote(uri))] = metadata_spelling(uri)
