@@ -8,9 +8,10 @@ integration maps them.
 """
 from __future__ import annotations
 
+import json
 from typing import Iterator
 
-from pyspark.sql import types as T
+from pyspark.sql import DataFrame, types as T
 
 from pyice_sql.core.errors import UnsupportedError
 from pyice_sql.core.model import types as it
@@ -33,6 +34,18 @@ _SPARK_TO_PRIMITIVE: tuple[tuple[tuple[type, ...], it.IcebergType], ...] = (
     ((T.StringType, T.VarcharType, T.CharType), it.STRING), ((T.BinaryType,), it.BINARY), ((T.DateType,), it.DATE),
     ((T.TimestampNTZType,), it.TIMESTAMP), ((T.TimestampType,), it.TIMESTAMPTZ),
 )
+
+
+def frame_schema(frame: DataFrame) -> T.StructType:
+    """`frame.schema`. On a classic session it comes through the shim in pieces: a wide table's
+    schema JSON passes 8 KB, and pyspark's own fetch then waits ~40 ms for it (Text.java)."""
+    from pyice_sql.spark.connect_backend import is_connect
+
+    if is_connect(frame.sparkSession):
+        return frame.schema
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    return T.StructType.fromJson(json.loads(load_shim(frame.sparkSession).schema_json(frame._jdf)))
 
 
 def to_spark_type(t: it.IcebergType, with_ids: bool = True) -> T.DataType:

@@ -45,7 +45,7 @@ from pyice_sql.spark.read.metadata_tables import metadata_table
 from pyice_sql.spark.read.table_scan import TimeTravel, branch_head, scan
 from pyice_sql.spark.rowlevel.compile.store_assignment import assign_frame
 from pyice_sql.spark.errors import translate as translate_spark_error
-from pyice_sql.spark.schema import schema_to_spark
+from pyice_sql.spark.schema import frame_schema, schema_to_spark
 from pyice_sql.core.sql import parser, statements as st, write_order
 from pyice_sql.core.sql.script import bind_parameters, split_script, substitute_variables
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote
@@ -104,9 +104,10 @@ class IceSession(DdlStatements):
         table = self.load(*self._resolve_name(name))
         from pyice_sql.core.model.format_versions import check_writable
         check_writable(table.metadata.format_version, table.full_name)
-        cols = {c.lower(): c for c in df.columns}
+        names = frame_schema(df).names
+        cols = {c.lower(): c for c in names}
         missing = [f.name for f in table.metadata.schema().fields if f.name.lower() not in cols]
-        extra = [c for c in df.columns if table.metadata.schema().find_field(c) is None]
+        extra = [c for c in names if table.metadata.schema().find_field(c) is None]
         if extra:
             raise AnalysisError(f"columns {extra} are not in table {table.full_name}")
         df = df.select(*[F.col(quote(cols[f.name.lower()])).alias(f.name) if f.name.lower() in cols
@@ -305,14 +306,16 @@ class IceSession(DdlStatements):
         schema = table.metadata.schema()
         static = {k.lower(): v for k, v in (static or {}).items()}
         targets = list(columns) if columns else [f.name for f in schema.fields if f.name.lower() not in static]
-        if len(df.columns) != len(targets):
-            raise AnalysisError(f"cannot write to {table.full_name}: the query has {len(df.columns)} columns, "
+        width = len(frame_schema(df).names)
+        if width != len(targets):
+            raise AnalysisError(f"cannot write to {table.full_name}: the query has {width} columns, "
                                 f"the table expects {len(targets)} ({', '.join(targets)})", position=position)
         for name in targets:
             if schema.find_field(name) is None:
                 raise AnalysisError(f"column {name!r} is not in table {table.full_name}", position=position)
-        df = df.toDF(*[f"_col{i}" for i in range(len(df.columns))])  # by position: names may repeat
-        given = {t.lower(): F.col(c) for t, c in zip(targets, df.columns)}
+        positions = [f"_col{i}" for i in range(width)]
+        df = df.toDF(*positions)  # by position: names may repeat
+        given = {t.lower(): F.col(c) for t, c in zip(targets, positions)}
         cols, missing = [], []
         for f in schema.fields:
             if f.name.lower() in given:

@@ -308,6 +308,21 @@ def test_joined_texts_arrive_whole_in_one_write_answers(spark, shim, texts):
         assert max(lengths) <= PY4J_ONE_WRITE
 
 
+@pytest.mark.parametrize("width", [3, 400])
+def test_frame_schema_equals_pyspark_in_one_write_answers(spark, width):
+    """A wide frame's schema (its JSON passes 8 KB) arrives whole, metadata and nesting included."""
+    from pyspark.sql import functions as F
+
+    from pyice_sql.spark.schema import frame_schema
+
+    frame = spark.range(1).select(
+        F.struct(F.col("id").alias("inner"), F.lit("ü").alias("ünï")).alias("nested"),
+        *[(F.col("id") + i).alias(f"column_number_{i}", metadata={"parquet.field.id": i}) for i in range(width)])
+    got, lengths = _answers(lambda: frame_schema(frame))
+    assert got == frame.schema and got.fields[1].metadata == {"parquet.field.id": 0}
+    assert max(lengths) <= PY4J_ONE_WRITE
+
+
 def test_footer_stats_missing_file_fails(shim, tmp_path):
     with pytest.raises(Exception, match="no-such.parquet"):
         shim.footer_stats([str(tmp_path / "no-such.parquet")])

@@ -54,7 +54,7 @@ from pyice_sql.spark.read.reader import FILE_ORDINAL_COL, METADATA_COLUMNS, read
 from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
-from pyice_sql.spark.schema import schema_to_spark
+from pyice_sql.spark.schema import frame_schema, schema_to_spark
 from pyice_sql.core.sql import statements as st
 from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes, writes_rows
 from pyice_sql.spark.rowlevel.copy_on_write import CardinalityViolation, write_copy_on_write
@@ -109,16 +109,17 @@ class RowLevelExecutor:
         source = None
         if isinstance(stmt, st.Merge):
             source = self._source_frame(stmt.source)
-            self.evolution = evolve(stmt, table, source.schema) if stmt.schema_evolution else None
+            source_schema = frame_schema(source)
+            self.evolution = evolve(stmt, table, source_schema) if stmt.schema_evolution else None
             if self.evolution is not None:
                 stmt, table = self.evolution.merge, self.evolution.table
                 schema = table.metadata.schema()
-            plan = builder.build_merge(stmt, schema, source.columns)
+            plan = builder.build_merge(stmt, schema, source_schema.names)
         elif isinstance(stmt, st.Update):
             plan = builder.build_update(stmt, schema)
         else:
             plan = builder.build_delete(stmt)
-        source_cols = {c.lower() for c in source.columns} if source is not None else set()
+        source_cols = {c.lower() for c in source_schema.names} if source is not None else set()
         ctx = RuleContext(schema, table.metadata.properties, self._target_column(plan, schema, source_cols),
                           self._source_column(plan, source_cols),
                           lambda: source is None or analyzed_deterministic(source),

@@ -41,7 +41,7 @@ from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.sort_order import DESC, NULLS_FIRST, UNSORTED, SortOrder
-from pyice_sql.spark.schema import FIELD_ID_KEY, to_spark_type
+from pyice_sql.spark.schema import FIELD_ID_KEY, frame_schema, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
 from pyice_sql.spark.write.partition_sql import transform_sql
 from pyice_sql.spark.write.stats import data_file_from_footer, top_level_leaves
@@ -70,7 +70,7 @@ class WriteContext:
 
 def cast_to_schema(df: DataFrame, fields: tuple[it.NestedField, ...], with_ids: bool) -> list[Column]:
     """Columns of `df` cast to the Iceberg fields' Spark types, tagged with field ids."""
-    types = {f.name.lower(): f.dataType for f in df.schema.fields}
+    types = {f.name.lower(): f.dataType for f in frame_schema(df).fields}
     out = []
     for f in fields:
         col = _cast_value(F.col(quote(f.name)), f.type, with_ids, types.get(f.name.lower()))
@@ -121,7 +121,7 @@ def enforce_not_null(table, df: DataFrame) -> DataFrame:
                 checked = F.when(violated(c), error) if checked is None else checked.when(violated(c), error)
             c = checked.otherwise(c)
         cols.append(c.alias(f.name))
-    return df.select(*cols, *[F.col(quote(c)) for c in df.columns[len(cols):]])
+    return df.select(*cols, *[F.col(quote(c)) for c in frame_schema(df).names[len(cols):]])
 
 
 def _null_rules(t: it.IcebergType, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Callable[[Column], Column]]]:

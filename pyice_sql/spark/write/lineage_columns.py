@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, functions as F
 from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.model.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.spark.schema import frame_schema
 from pyice_sql.spark.write.data_writer import WriteContext, write_data_files
 
 _LINEAGE_IDS = frozenset(f.field_id for f in LINEAGE_FIELDS)
@@ -29,7 +30,7 @@ def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
     """Tagged `rows` plus `_row_id` (column `carried`: that of the target row an update replaces,
     null for an inserted row; absent when the statement updates nothing) and a null
     `_last_updated_sequence_number`."""
-    row_id = F.col(carried) if carried in rows.columns else F.lit(None)
+    row_id = F.col(carried) if carried in frame_schema(rows).names else F.lit(None)
     return rows.withColumn(ROW_ID.name, row_id.cast("long")).withColumn(
         LAST_UPDATED_SEQUENCE_NUMBER.name, F.lit(None).cast("long"))
 

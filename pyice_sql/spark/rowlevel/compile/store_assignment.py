@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, functions as F, types as T
 from pyice_sql.core.errors import AnalysisError, SqlPosition
 from pyice_sql.core.plan.nodes import RowLevelPlan
 from pyice_sql.core.sql.dialect import quote_identifier as _q
+from pyice_sql.spark.schema import frame_schema
 
 _INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
 _lambda_ids = itertools.count()
@@ -164,7 +165,7 @@ def assign_frame(df: DataFrame, target: T.StructType, what: str, position: SqlPo
     """INSERT's store assignment: `df` has the target's columns in order (struct fields too: by
     position, as Spark's INSERT); refuse illegal conversions, check overflows at run time."""
     cols = []
-    for src, dst in zip(df.schema.fields, target.fields):
+    for src, dst in zip(frame_schema(df).fields, target.fields):
         if _same(src.dataType, dst.dataType):
             cols.append(F.col(_q(src.name)))
             continue
