@@ -16,6 +16,7 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, RowLevelPlan
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask
+from pyice_sql.spark.observations import observed_metrics
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, MATCHED_PAIR, OP, POS
 from pyice_sql.spark.write.data_writer import WriteContext
 
@@ -122,7 +123,7 @@ def observed(observation: Observation, fallback: Callable[[], dict]) -> dict:
     classic `Observation.get` fails outright on such an empty row; the counts must never silently
     become 0 (a statement would then look like it changed nothing), so they are recomputed."""
     try:
-        values = observation.get
+        values = observed_metrics(observation)
     except Exception:  # noqa: BLE001 - Spark 4: assertion in PythonSQLUtils.toPyRow on an empty row
         values = {}
     return values if values else fallback()

@@ -41,6 +41,7 @@ from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.sort_order import DESC, NULLS_FIRST, UNSORTED, SortOrder
+from pyice_sql.spark.observations import observed_metrics
 from pyice_sql.spark.schema import FIELD_ID_KEY, frame_schema, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
 from pyice_sql.spark.write.partition_sql import transform_sql
@@ -271,7 +272,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
         writer.parquet(write_dir)
     described = describe_written_files(ctx, write_dir, folders, operation_id, content)
     if observation is not None:
-        described = _with_nan_counts(described, observation.get, nan_columns)
+        described = _with_nan_counts(described, observed_metrics(observation), nan_columns)
     fault_point("data-files")
     return described
 
