@@ -309,3 +309,34 @@ def test_a_merge_carries_file_ordinals_through_its_join_and_deletes_the_right_ro
             "SELECT file_path FROM local.db.t.delete_files").collect())
             for r in ice.spark.read.parquet(f).collect()}
         assert set(where.values()) <= written
+
+
+def test_merge_on_read_delete_files_are_keyed_by_file_ordinal_and_hold_their_own_files_rows(table, monkeypatch):
+    """The v2 delete writer routes each changed row to its data file's delete file by the file's
+    ordinal in the scan, which the rows carry (no hash of the path, no JVM query for the targets'
+    keys). Truth: every new delete file holds only rows naming its own referenced data file, at the
+    positions where Spark, reading that file on its own, finds the ids deleted or updated in it."""
+    import pyice_sql.spark.write.delete_writer as delete_writer
+
+    ice = table
+    hashed = []
+    original = delete_writer.file_keys
+    monkeypatch.setattr(delete_writer, "file_keys", lambda *a: hashed.append(a) or original(*a))
+    query = "SELECT referenced_data_file, file_path FROM local.db.t.delete_files"
+    before = {tuple(r) for r in ice.sql(query).collect()}
+    out = ice.sql("UPDATE local.db.t SET data = 'v' WHERE id % 10 = 6").collect()[0]
+    assert out.num_updated_rows == 20 and hashed == []
+    new = [r for r in (tuple(r) for r in ice.sql(query).collect()) if r not in before]
+    if any(p.endswith(".puffin") for _, p in new):
+        return  # v3: deletion vectors (written by the DV writer, checked in test_v3_deletion_vectors)
+    files = [r[0] for r in ice.sql("SELECT file_path FROM local.db.t.data_files").collect()]
+    old_files = {r[0] for r in before}
+    assert len(new) == len(old_files) == 4  # every original data file gets a new delete file
+    for data_file, delete_file in new:
+        assert data_file in files
+        raw = ice.spark.read.parquet(data_file).select("_metadata.row_index", "id").collect()
+        expected = sorted(r["row_index"] for r in raw if r["id"] % 10 in (3, 4, 6))  # 3, 4 folded
+        written = [(r.file_path, r.pos) for r in ice.spark.read.parquet(delete_file).collect()]
+        assert written == [(data_file, p) for p in expected]
+    rows = {(r.id, r.data) for r in ice.sql("SELECT id, data FROM local.db.t").collect()}
+    assert rows == {(i, {4: "u", 6: "v"}.get(i % 10, f"r{i}")) for i in range(200) if i % 10 != 3}

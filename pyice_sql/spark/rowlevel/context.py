@@ -38,6 +38,7 @@ class RowLevelWrite:
     # copy-on-write by predicate (UPDATE / DELETE): the rows of the files to rewrite -> the rows to
     # write back (copies and updated rows); None: rewrite by joining with the changed rows
     rewrite_rows: Callable[[DataFrame], DataFrame] | None = None
+    file_ordinals: bool = False  # the tagged rows carry FILE_ORDINAL: their file's index in `tasks`
 
     @property
     def by_path(self) -> dict[str, FileScanTask]:

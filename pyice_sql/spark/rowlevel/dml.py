@@ -31,7 +31,7 @@ from pyice_sql.core.commit.operations import row_delta
 from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadata
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
-    FILE, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_MARK, rewrite_select,
+    FILE, FILE_ORDINAL, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_MARK, rewrite_select,
     tagged_select, unmatched_source_select, value_name, value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
@@ -259,8 +259,8 @@ class RowLevelExecutor:
             lambda p, t_view, s_view, source_row=False: tagged_select(
                 p, schema, t_view, s_view, stored, row_ids, live,
                 "_file" if file_path is None else FILE_ORDINAL_COL, source_row))
-        if file_path is not None:
-            tagged = tagged.withColumn(FILE, file_path)
+        if file_path is not None:  # the ordinal stays too: the delete writer keys its rows by it
+            tagged = tagged.withColumn(FILE_ORDINAL, F.col(FILE)).withColumn(FILE, file_path)
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
         # cached when two passes read the tagged rows: merge-on-read's delete and data writes, or
         # copy-on-write's aggregate and its rewrite by join (with a broadcast source, its matched
@@ -274,7 +274,7 @@ class RowLevelExecutor:
                           lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],
                                                                            *lineage)),
                           (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
-                          if by_predicate else None)
+                          if by_predicate else None, file_ordinals=file_path is not None)
         write_mode = ({False: write_copy_on_write, True: write_copy_on_write_v3} if plan.mode != "merge-on-read"
                       else {False: write_merge_on_read, True: write_merge_on_read_v3})[v3]
         written: list[DataFile] = []

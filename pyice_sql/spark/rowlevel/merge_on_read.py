@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as
 
 from pyice_sql.core.plan.nodes import DELETE
 from pyice_sql.spark.read.reader import read_position_deletes
-from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
+from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS
 from pyice_sql.spark.rowlevel.context import (
     CARDINALITY_MARKER, RowLevelWrite, Written, acting, counting_new_rows, deleted_count, file_scoped_deletes,
     matched, observed, op_count, write_new_rows,
@@ -34,13 +34,15 @@ _KEEP = "__keep"
 def write_merge_on_read(w: RowLevelWrite) -> Written:
     check = w.checks_cardinality
     tagged, counts = counting_new_rows(w)
-    rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
-        F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP),
-        F.lit(False).alias(OLD))
+    targets = {t.file.file_path: t.file for t in w.tasks}
+    # the rows' file ordinals index `targets` too: one target per task, in the tasks' order
+    by_ordinal = w.file_ordinals and len(targets) == len(w.tasks)
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
-    targets = {t.file.file_path: t.file for t in w.tasks}
-    in_tasks = in_task_targets(w.spark, targets, folded)
+    in_tasks = in_task_targets(w.spark, targets, folded, F.col(FILE_ORDINAL) if by_ordinal else None)
+    rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
+        F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP), F.lit(False).alias(OLD),
+        *([F.col(FILE_ORDINAL)] if by_ordinal and in_tasks is not None else []))
     unioned = bool(folded) and in_tasks is None
     if unioned:  # Spark's writer: the previous delete rows of every file read ride along in the shuffle
         old = read_position_deletes(w.spark, [d.data_file for ds in folded.values() for d in ds])

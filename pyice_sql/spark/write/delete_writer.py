@@ -9,7 +9,8 @@ named and placed as Iceberg places it (its data file's partition folder,
 
 Two writers:
 - In the tasks (the JVM shim's PositionDeleteWriter.java, as Iceberg Java's delta writer): rows
-  are partitioned and sorted by the data file's 64-bit key (read/file_keys.py) and position; each
+  are partitioned and sorted by the data file's 64-bit key and position (the key: the file's index
+  among the targets where the rows carry it, else the hash of its path, read/file_keys.py); each
   task streams a data file's positions, merged with the previous ones it folds, into that file's
   delete file at its final place, and hands back the footer summary. No staging folder, second
   sort, footer read or move. The driver plans each target's file name up front (one per data
@@ -26,7 +27,7 @@ import hashlib
 import json
 from typing import Callable, NamedTuple
 
-from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec, functions as F
+from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec, functions as F
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
@@ -35,7 +36,7 @@ from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.spark.connect_backend import is_connect
-from pyice_sql.spark.read.file_keys import deletes_spec, file_keys
+from pyice_sql.spark.read.file_keys import deletes_spec, file_key, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
 from pyice_sql.core.format.locations import (
@@ -61,28 +62,35 @@ PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
 
 class InTaskTargets(NamedTuple):
     """What the in-task writer needs beyond the rows: each target's 64-bit key (in the order of
-    the targets), and the spec of the previous deletes it folds (None: folds nothing)."""
+    the targets), the column giving a row's key, and the spec of the previous deletes it folds
+    (None: folds nothing)."""
 
     keys: list[int]
+    row_key: Column
     previous: str | None
 
 
-def in_task_targets(spark: SparkSession, targets: dict[str, DataFile],
-                    folded: dict[str, list[ManifestEntry]]) -> InTaskTargets | None:
+def in_task_targets(spark: SparkSession, targets: dict[str, DataFile], folded: dict[str, list[ManifestEntry]],
+                    ordinal: Column | None = None) -> InTaskTargets | None:
     """The targets' keys when the delete files can be written in the tasks, which then also fold
     the previous deletes `folded` (per data file path); None: Spark's writer (no shim, two targets
     share a key, a previous delete the shim cannot read, or speculative execution, whose second
-    attempt of a task would write the same file as the first: Spark's commit protocol keeps one)."""
+    attempt of a task would write the same file as the first: Spark's commit protocol keeps one).
+    `ordinal`: a column of the rows giving their data file's index in `targets`, which then keys
+    them (else the hash of `_file`, computed per row and for each target by a JVM query)."""
     if not targets or is_connect(spark) or spark.conf.get("spark.speculation", "false") == "true":
         return None
-    keys = file_keys(spark, list(targets))
+    if ordinal is not None:
+        keys, row_key = list(range(len(targets))), ordinal
+    else:
+        keys, row_key = file_keys(spark, list(targets)), file_key(F.col("_file"))
     if keys is None:
         return None
     key_of = dict(zip(targets, keys))
     previous = deletes_spec([(key_of[p], p, entries) for p, entries in folded.items()]) if folded else None
     if folded and previous is None:
         return None
-    return InTaskTargets(keys, previous)
+    return InTaskTargets(keys, row_key, previous)
 
 
 def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
@@ -117,7 +125,7 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
     # the partitions are not left to AQE, which would coalesce them by the shuffle's size: folding
     # adds each file's previous positions after it (one task would write every file)
     tasks = max(1, min(len(targets), spark.sparkContext.defaultParallelism))
-    rows = (deletes.withColumn(_KEY, F.xxhash64(F.col("_file")))
+    rows = (deletes.withColumn(_KEY, in_tasks.row_key)
             .repartition(tasks, F.col(_KEY)).sortWithinPartitions(_KEY, "_pos"))
     if per_file is not None:
         rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))

@@ -27,6 +27,7 @@ from pyice_sql.core.sql.dialect import quote_identifier as _q
 
 TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
 OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
+FILE_ORDINAL = "__file_ordinal"  # the row's data file as its index in the tasks read (when rows carry it)
 MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair that satisfied ON
 ROW_ID = "__row_id"  # format v3: the target row's `_row_id`, which an updated row keeps
 LIVE = "__pyice_live"  # UPDATE / DELETE: the target view's flag of rows no position delete removes
