@@ -326,6 +326,8 @@ def test_merge_on_read_delete_files_are_keyed_by_file_ordinal_and_hold_their_own
     before = {tuple(r) for r in ice.sql(query).collect()}
     out = ice.sql("UPDATE local.db.t SET data = 'v' WHERE id % 10 = 6").collect()[0]
     assert out.num_updated_rows == 20 and hashed == []
+    rows = {(r.id, r.data) for r in ice.sql("SELECT id, data FROM local.db.t").collect()}
+    assert rows == {(i, {4: "u", 6: "v"}.get(i % 10, f"r{i}")) for i in range(200) if i % 10 != 3}
     new = [r for r in (tuple(r) for r in ice.sql(query).collect()) if r not in before]
     if any(p.endswith(".puffin") for _, p in new):
         return  # v3: deletion vectors (written by the DV writer, checked in test_v3_deletion_vectors)
@@ -338,5 +340,3 @@ def test_merge_on_read_delete_files_are_keyed_by_file_ordinal_and_hold_their_own
         expected = sorted(r["row_index"] for r in raw if r["id"] % 10 in (3, 4, 6))  # 3, 4 folded
         written = [(r.file_path, r.pos) for r in ice.spark.read.parquet(delete_file).collect()]
         assert written == [(data_file, p) for p in expected]
-    rows = {(r.id, r.data) for r in ice.sql("SELECT id, data FROM local.db.t").collect()}
-    assert rows == {(i, {4: "u", 6: "v"}.get(i % 10, f"r{i}")) for i in range(200) if i % 10 != 3}
