@@ -351,6 +351,10 @@ class ShimHandle:
     def _call_text(self, cls: str, name: str, *args: Any) -> str | None:
         return self._core.call_text(cls, name, *args)
 
+    def _call_json(self, cls: str, name: str, *args: Any) -> Any:
+        """A shim method's JSON text answer, parsed."""
+        return json.loads(self._call_text(cls, name, *args))
+
     def schema_json(self, frame: Any) -> str:
         """The JSON of the JVM Dataset `frame`'s schema, fetched without py4j's wait on long answers."""
         return _read_pieces(self._call("Text", "schemaJson", frame))
@@ -374,9 +378,9 @@ class ShimHandle:
         sc = self._core.sc
         jpaths = java_string_list(sc._jvm, paths)
         if len(paths) <= DRIVER_FOOTER_LIMIT or (len(paths) <= LOCAL_DRIVER_FOOTER_LIMIT and all(map(is_local, paths))):
-            return json.loads(self._call_text("FooterStats", "footerStatsOnDriver", jpaths, self._conf(),
-                                         DRIVER_FOOTER_THREADS))
-        return json.loads(self._call_text("FooterStats", "footerStats", sc._jsc, jpaths, self._conf()))
+            return self._call_json("FooterStats", "footerStatsOnDriver", jpaths, self._conf(),
+                                   DRIVER_FOOTER_THREADS)
+        return self._call_json("FooterStats", "footerStats", sc._jsc, jpaths, self._conf())
 
     # -- bucket transform -----------------------------------------------------------------------------------
     def register_bucket_udf(self) -> None:
@@ -446,7 +450,7 @@ class ShimHandle:
 
     def list(self, directory: str, recursive: bool = False) -> list[ListedFile]:
         """Files below `directory` (recursive: files only), or its children incl. directories; [] if missing."""
-        raw = json.loads(self._call_text("FileOps", "list", directory, bool(recursive), self._conf()))
+        raw = self._call_json("FileOps", "list", directory, bool(recursive), self._conf())
         return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
 
     # -- many files at once (one Spark job each) -------------------------------------------------------------
@@ -455,18 +459,18 @@ class ShimHandle:
 
     def list_many(self, directories: Iterable[str]) -> list[ListedFile]:
         """Every file below each directory, listed on the executors in one Spark job."""
-        raw = json.loads(self._call_text("BulkFiles", "list", self._core.sc._jsc, self._java_list(directories),
-                                    self._conf()))
+        raw = self._call_json("BulkFiles", "list", self._core.sc._jsc, self._java_list(directories),
+                              self._conf())
         return [ListedFile(e["path"], int(e["length"]), int(e["modified"]), bool(e["dir"])) for e in raw]
 
     def live_entries(self, manifests: Iterable[str]) -> list[tuple[str, int]]:
         """(file_path, content) of the live entries of Iceberg manifests, read in one Spark job."""
-        raw = json.loads(self._call_text("BulkFiles", "liveEntries", self._core.sc._jsc, self._java_list(manifests),
-                                    self._conf()))
+        raw = self._call_json("BulkFiles", "liveEntries", self._core.sc._jsc, self._java_list(manifests),
+                              self._conf())
         return [(p, int(c)) for p, c in raw]
 
     def delete_many(self, paths: Iterable[str]) -> list[tuple[str, str]]:
         """Delete files on the executors in one Spark job; (path, error) of those not deleted."""
-        raw = json.loads(self._call_text("BulkFiles", "delete", self._core.sc._jsc, self._java_list(paths),
-                                    self._conf()))
+        raw = self._call_json("BulkFiles", "delete", self._core.sc._jsc, self._java_list(paths),
+                              self._conf())
         return [(p, e) for p, e in raw]
