@@ -4,6 +4,8 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.Base64;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.sql.Dataset;
 
@@ -26,6 +28,8 @@ public final class Text {
     /** Bytes per piece of a byte[] result: sent as base64, 4 characters per 3 bytes. */
     static final int BYTES_PIECE = 6000;
     static final int PIECES = 64;
+    /** The static methods already looked up, by "class.name/arity" (the lookup the bridge caches too). */
+    private static final Map<String, Method> METHODS = new ConcurrentHashMap<>();
 
     private final String text;
     private final int piece;
@@ -79,17 +83,24 @@ public final class Text {
     }
 
     private static Object invoke(String cls, String name, Object[] args) throws Throwable {
-        Class<?> klass = Class.forName("pyice.shim." + cls, true, Text.class.getClassLoader());
-        for (Method m : klass.getMethods()) {
-            if (Modifier.isStatic(m.getModifiers()) && m.getName().equals(name) && m.getParameterCount() == args.length) {
-                try {
-                    return m.invoke(null, args);
-                } catch (InvocationTargetException e) {
-                    throw e.getCause(); // the method's own exception, as a direct call would raise it
+        Method method = METHODS.get(cls + "." + name + "/" + args.length);
+        if (method == null) {
+            Class<?> klass = Class.forName("pyice.shim." + cls, true, Text.class.getClassLoader());
+            for (Method m : klass.getMethods()) {
+                if (Modifier.isStatic(m.getModifiers())) {
+                    METHODS.putIfAbsent(cls + "." + m.getName() + "/" + m.getParameterCount(), m);
                 }
             }
+            method = METHODS.get(cls + "." + name + "/" + args.length);
         }
-        throw new NoSuchMethodException("no static method " + cls + "." + name + " with " + args.length
-            + " parameters in the shim");
+        if (method == null) {
+            throw new NoSuchMethodException("no static method " + cls + "." + name + " with " + args.length
+                + " parameters in the shim");
+        }
+        try {
+            return method.invoke(null, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause(); // the method's own exception, as a direct call would raise it
+        }
     }
 }
