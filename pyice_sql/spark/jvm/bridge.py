@@ -415,6 +415,15 @@ class ShimHandle:
         returns their footer summaries, a JSON array (see write/delete_writer.py)."""
         return self._call_text("PositionDeleteWriter", "write", rows, targets, previous, self._conf(), codec)
 
+    def position_delete_files_along(self, rows: Any, targets: str, previous: str | None, codec: str) -> Any:
+        """PositionDeleteWriter.along: the JVM Dataset of the rows of `rows` that go on to a data file write,
+        whose tasks write the delete files; read their summaries with `delete_file_summaries` after it."""
+        return self._call("PositionDeleteWriter", "along", rows, targets, previous, self._conf(), codec)
+
+    def delete_file_summaries(self, along: Any) -> str:
+        """The footer summaries (a JSON array) of the delete files written along a data file write."""
+        return self._call_text("PositionDeleteWriter", "summaries", along)
+
     def deleted_positions(self, spec: str, path: Any) -> Any:
         """The JVM Column of PositionDeleteFilter.deletedPositions over the JVM column `path` (see
         read/file_keys.py for `spec`)."""

@@ -39,6 +39,9 @@ class RowLevelWrite:
     # write back (copies and updated rows); None: rewrite by joining with the changed rows
     rewrite_rows: Callable[[DataFrame], DataFrame] | None = None
     file_ordinals: bool = False  # the tagged rows carry FILE_ORDINAL: their file's index in `tasks`
+    # merge-on-read: called with `tagged` before two jobs read it (the executor caches it, and
+    # releases it after the statement), so both see the same rows
+    read_twice: Callable[[DataFrame], None] = lambda rows: None
 
     @property
     def by_path(self) -> dict[str, FileScanTask]:

@@ -56,7 +56,7 @@ from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
 from pyice_sql.spark.schema import frame_schema, schema_to_spark
 from pyice_sql.core.sql import statements as st
-from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes, writes_rows
+from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes
 from pyice_sql.spark.rowlevel.copy_on_write import CardinalityViolation, write_copy_on_write
 from pyice_sql.spark.rowlevel.copy_on_write_v3 import write_copy_on_write_v3
 from pyice_sql.spark.rowlevel.merge_on_read import write_merge_on_read
@@ -262,19 +262,21 @@ class RowLevelExecutor:
         if file_path is not None:  # the ordinal stays too: the delete writer keys its rows by it
             tagged = tagged.withColumn(FILE_ORDINAL, F.col(FILE)).withColumn(FILE, file_path)
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
-        # cached when two passes read the tagged rows: merge-on-read's delete and data writes, or
-        # copy-on-write's aggregate and its rewrite by join (with a broadcast source, its matched
-        # side is cached: the rest is the source's unmatched rows, cheap to compute again)
-        two_passes = writes_rows(plan) if plan.mode == "merge-on-read" else not by_predicate
-        if two_passes and not plan.broadcast_source:
-            tagged = tagged.persist()
-            self._persisted.append(tagged)
+        # cached when two passes read the tagged rows: copy-on-write's aggregate and its rewrite by
+        # join; merge-on-read's write mode says when (`RowLevelWrite.read_twice`). With a broadcast
+        # source, its matched side is cached: the rest is the source's unmatched rows, cheap to
+        # compute again.
+        def read_twice(rows: DataFrame) -> None:
+            if not plan.broadcast_source:
+                self._persisted.append(rows.persist())
+        if plan.mode != "merge-on-read" and not by_predicate:
+            read_twice(tagged)
         lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
                           lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],
                                                                            *lineage)),
                           (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
-                          if by_predicate else None, file_ordinals=file_path is not None)
+                          if by_predicate else None, file_ordinals=file_path is not None, read_twice=read_twice)
         write_mode = ({False: write_copy_on_write, True: write_copy_on_write_v3} if plan.mode != "merge-on-read"
                       else {False: write_merge_on_read, True: write_merge_on_read_v3})[v3]
         written: list[DataFile] = []

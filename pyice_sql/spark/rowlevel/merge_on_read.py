@@ -10,6 +10,12 @@ deletes are folded into its new delete file, so a reader opens at most one delet
 file (as Iceberg Java 1.10 does for v2 tables): the JVM shim's delete writer reads them in the
 write task for that file only (write/delete_writer.py); with Spark's writer (no shim), those of
 every file read ride along in the shuffle and are kept only for data files that get new deletes.
+
+A statement whose new rows all replace changed target rows (an UPDATE, a MERGE without an
+INSERT clause) writes both in one job where the shim writes the delete files: the rows grouped
+for the delete write go on, with their new values, to the data write, whose tasks write the
+delete files as they stream by (Iceberg Java's delta writer), so the tagged rows are neither
+cached nor read twice.
 """
 from __future__ import annotations
 
@@ -17,29 +23,36 @@ import uuid
 
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
-from pyice_sql.core.plan.nodes import DELETE
+from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS
 from pyice_sql.spark.rowlevel.context import (
     CARDINALITY_MARKER, RowLevelWrite, Written, acting, counting_new_rows, deleted_count, file_scoped_deletes,
-    matched, observed, op_count, write_new_rows,
+    matched, new_row_counts, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import write_data_files
-from pyice_sql.spark.write.delete_writer import in_task_targets, write_position_deletes
+from pyice_sql.spark.write.delete_writer import (
+    InTaskTargets, in_task_targets, write_position_deletes, write_position_deletes_along,
+)
 
 OLD = "__old"  # a position from an existing delete file being folded
 _KEEP = "__keep"
+_ROW_COLUMNS = ("_file", "_pos", OLD, _KEEP)  # what the rows of the delete write add to a row's own
 
 
 def write_merge_on_read(w: RowLevelWrite) -> Written:
     check = w.checks_cardinality
-    tagged, counts = counting_new_rows(w)
     targets = {t.file.file_path: t.file for t in w.tasks}
     # the rows' file ordinals index `targets` too: one target per task, in the tasks' order
     by_ordinal = w.file_ordinals and len(targets) == len(w.tasks)
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
     in_tasks = in_task_targets(w.spark, targets, folded, F.col(FILE_ORDINAL) if by_ordinal else None)
+    if in_tasks is not None and _replaces_rows_only(w):
+        return _write_in_one_job(w, targets, folded, in_tasks)
+    if w.writes_rows:  # the delete write, then the data write
+        w.read_twice(w.tagged)
+    tagged, counts = counting_new_rows(w)
     rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP), F.lit(False).alias(OLD),
         *([F.col(FILE_ORDINAL)] if by_ordinal and in_tasks is not None else []))
@@ -62,6 +75,36 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
+
+
+def _replaces_rows_only(w: RowLevelWrite) -> bool:
+    """Whether every new row replaces a changed target row (UPDATE actions, no INSERT), so the new
+    rows can go with the delete write's rows: grouped by the data file they replace a row of."""
+    names = {f.name.lower() for f in w.schema.fields}
+    return (w.writes_rows and not any(i.operation == INSERT for i in w.plan.instructions)
+            and not names & set(_ROW_COLUMNS))
+
+
+def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: InTaskTargets) -> Written:
+    """The delete files and the updated rows' data files, written by the same tasks (one job)."""
+    check = w.checks_cardinality
+    tagged, counts = counting_new_rows(w)
+    rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
+        "*", F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.lit(False).alias(OLD))
+    deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
+    delete_files, data_files = write_position_deletes_along(
+        rows, targets, w.write,
+        lambda r, window: per_file(r, window, check, False).observe(deletes, op_count(DELETE).alias("deleted")),
+        in_tasks, acting(), F.col(OP) == UPDATE,
+        lambda new: write_data_files(w.table_rows(new), w.write, in_place=True))
+    if not delete_files:  # each new row replaces a deleted position: nothing changed
+        return Written(data_files=data_files)
+    deleted = observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0
+    counted = observed(counts, lambda: new_row_counts(w.tagged))
+    touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
+    return Written(updated=counted.get("updated") or 0, deleted=deleted, data_files=data_files,
+                   delete_files=delete_files, folded=[d for p in touched for d in folded.get(p, ())],
+                   referenced=touched)
 
 
 def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) -> DataFrame:

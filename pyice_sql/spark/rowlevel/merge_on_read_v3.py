@@ -21,6 +21,8 @@ from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_linea
 
 def write_merge_on_read_v3(w: RowLevelWrite) -> Written:
     check = w.checks_cardinality
+    if w.writes_rows:  # the deletion vector write, then the data write
+        w.read_twice(w.tagged)
     tagged, counts = counting_new_rows(w)
     rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP))

@@ -234,7 +234,7 @@ NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"
 
 
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
-                     rebalance: bool = False, known_rows: int | None = None) -> list[DataFile]:
+                     rebalance: bool = False, known_rows: int | None = None, in_place: bool = False) -> list[DataFile]:
     """Write `df` (columns named as the table's) into new data files and describe them.
 
     `rebalance` (row-level writes, whose rows come scattered over a join's shuffle partitions):
@@ -244,6 +244,9 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     `known_rows`: the rows `df` holds, when the caller counted them already (cheaply, upstream);
     at most one file's worth is then written by one task without a shuffle (one Spark job fewer,
     and the same files: one per partition, sorted).
+    `in_place`: each task writes the rows it holds, only sorted (they come grouped by data file
+    from a merge-on-read delta write, whose tasks also write the delete files: see
+    delete_writer.write_position_deletes_along).
     """
     schema, spec = ctx.schema, ctx.spec
     with_ids = not schema.has_list_or_map()
@@ -254,7 +257,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     target = int(ctx.properties.get(props.WRITE_TARGET_FILE_SIZE_BYTES, props.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT))
     max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
     out = _distribute_and_sort(out, ctx, [F.col(quote(n)) for n, _, _ in folders], rebalance,
-                               one_task=known_rows is not None and known_rows <= max_records)
+                               one_task=known_rows is not None and known_rows <= max_records, in_place=in_place)
     nan_columns = _float_leaves(schema)
     observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
     if observation is not None:
@@ -278,14 +281,17 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
 
 
 def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column], rebalance: bool,
-                         one_task: bool = False) -> DataFrame:
+                         one_task: bool = False, in_place: bool = False) -> DataFrame:
     """Rows to tasks by `write.distribution-mode` (`hash`: by partition, the default for a
     partitioned table; `range`: by partition and sort order; `none`: as they come), or all to
-    one task (`one_task`: every mode's layout for rows that fit one file), then each task sorts
-    its rows by partition and the table's sort order, so every file is sorted by it."""
+    one task (`one_task`: every mode's layout for rows that fit one file), or left in their tasks
+    (`in_place`), then each task sorts its rows by partition and the table's sort order, so every
+    file is sorted by it."""
     keys = [_sort_key(f, ctx.schema) for f in ctx.sort_order.fields]
     mode = ctx.properties.get(props.WRITE_DISTRIBUTION_MODE, "").lower()
-    if one_task:
+    if in_place:
+        pass
+    elif one_task:
         out = out.coalesce(1)
     elif mode == "range" and (folders or keys):
         out = out.repartitionByRange(*folders, *keys)

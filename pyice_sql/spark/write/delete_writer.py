@@ -53,6 +53,8 @@ _FULL_METRICS = {props.DEFAULT_WRITE_METRICS_MODE: "full"}
 # paths) could never clean up the delete files of a failed commit.
 _TARGET = "target_file"
 _KEY = "__file_key"
+# the columns the in-task writer reads ahead of the rows' own when it writes along a data file write
+_ALONG_PATH, _ALONG_POS, _DELETES, _EMITS = "__delete_file_path", "__delete_pos", "__deletes", "__emits"
 # separators of PositionDeleteWriter.java's targets spec: records, fields
 _RECORD, _FIELD = "\0", "\1"
 
@@ -112,11 +114,54 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx
     return _write_with_spark(deletes, targets, ctx, per_file)
 
 
+def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
+                                 per_file: PerFile | None, in_tasks: InTaskTargets, deletes: Column, emits: Column,
+                                 write_rows: Callable[[DataFrame], list[DataFile]]
+                                 ) -> tuple[list[DataFile], list[DataFile]]:
+    """The in-task writer inside the data file write, as Iceberg Java's delta writer: for a
+    statement whose new rows all replace changed target rows, `rows` (columns `_file`, `_pos` and
+    the new row's) are grouped by data file as for `write_position_deletes`; the position of each
+    row where `deletes` holds goes to the delete files, and the rows where `emits` holds (all
+    their columns) go on to `write_rows`, whose tasks write the delete files as they go. One write
+    job instead of two, and the rows are not cached between them. Returns (delete files, data
+    files)."""
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    spark = rows.sparkSession
+    keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks)
+    keyed = keyed.select(_KEY, F.col("_file").alias(_ALONG_PATH), F.col("_pos").cast("long").alias(_ALONG_POS),
+                         deletes.alias(_DELETES), emits.alias(_EMITS), "*")
+    shim = load_shim(spark)
+    along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx))
+    try:
+        data_files = write_rows(type(rows)(along.rows(), spark))  # pyspark's classic DataFrame of a JVM one
+        footers = shim.delete_file_summaries(along)
+    except BaseException:
+        _delete_planned(ctx, outputs)
+        raise
+    return _described(footers, targets, outputs), data_files
+
+
 def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
                     in_tasks: InTaskTargets) -> list[DataFile]:
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = deletes.sparkSession
+    rows, outputs, spec = _in_task_rows(deletes, targets, ctx, per_file, in_tasks)
+    rows = rows.select(_KEY, "_file", F.col("_pos").cast("long"))
+    try:
+        footers = load_shim(spark).write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx))
+    except BaseException:
+        _delete_planned(ctx, outputs)
+        raise
+    return _described(footers, targets, outputs)
+
+
+def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
+                  in_tasks: InTaskTargets) -> tuple[DataFrame, dict[str, str], str]:
+    """The in-task writer's rows (keyed, grouped by data file, sorted by position, `per_file`
+    applied), each target's planned delete file, and the writer's targets spec."""
+    spark = rows.sparkSession
     operation_id = new_operation_id(deletes=True)
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
     outputs = {path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
@@ -125,18 +170,22 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
     # the partitions are not left to AQE, which would coalesce them by the shuffle's size: folding
     # adds each file's previous positions after it (one task would write every file)
     tasks = max(1, min(len(targets), spark.sparkContext.defaultParallelism))
-    rows = (deletes.withColumn(_KEY, in_tasks.row_key)
+    rows = (rows.withColumn(_KEY, in_tasks.row_key)
             .repartition(tasks, F.col(_KEY)).sortWithinPartitions(_KEY, "_pos"))
     if per_file is not None:
         rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))
-    rows = rows.select(_KEY, "_file", F.col("_pos").cast("long"))
     spec = _RECORD.join(f"{key}{_FIELD}{out}" for key, out in zip(in_tasks.keys, outputs.values()))
-    try:
-        footers = load_shim(spark).write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx))
-    except BaseException:
-        for out in outputs.values():  # the files of the tasks that finished
-            ctx.io.delete(out)
-        raise
+    return rows, outputs, spec
+
+
+def _delete_planned(ctx: WriteContext, outputs: dict[str, str]) -> None:
+    """After a failed write: delete the planned delete files that finished tasks wrote."""
+    for out in outputs.values():
+        ctx.io.delete(out)
+
+
+def _described(footers: str, targets: dict[str, DataFile], outputs: dict[str, str]) -> list[DataFile]:
+    """The in-task writer's footer summaries as delete files of their data files."""
     data_file_of = {out: targets[p] for p, out in outputs.items()}
     written = [data_file_from_footer(f, DELETE_SCHEMA, _FULL_METRICS, f["path"], data_file_of[f["path"]].partition,
                                      data_file_of[f["path"]].spec_id, FileContent.POSITION_DELETES,

@@ -1,6 +1,7 @@
 package pyice.shim;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -28,6 +29,7 @@ import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
+import org.apache.spark.util.CollectionAccumulator;
 
 /**
  * Merge-on-read position delete files written by the tasks that hold their rows, as Iceberg Java's delta writer
@@ -41,6 +43,12 @@ import org.apache.spark.sql.Row;
  * The targets spec (a broadcast string) maps each key to the file to write, records separated by U+0000 and
  * fields by U+0001: key, output path. The file name is fixed per data file, so a retried task overwrites what a
  * failed attempt left.
+ *
+ * <p>{@link #along} writes the same files from inside another job instead: the merge-on-read write of a statement
+ * whose new rows all replace changed target rows (an UPDATE, a MERGE without inserts), where the rows that carry a
+ * deleted position also carry the new row's values. Its tasks write each data file's delete file as they stream
+ * the rows on to the data file write, as Iceberg Java's delta writer writes both from one task: one write job
+ * instead of two.
  */
 public final class PositionDeleteWriter implements MapPartitionsFunction<Row, String> {
     private static final long serialVersionUID = 1L;
@@ -75,15 +83,52 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      */
     public static String write(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
                                String codec) throws IOException {
+        PositionDeleteWriter writer = ship(rows, targets, previousSpec, conf, codec);
+        List<String> out = rows.mapPartitions(writer, Encoders.STRING()).collectAsList();
+        return "[" + String.join(",", out) + "]";
+    }
+
+    /**
+     * The rows of {@code rows} that carry a new row, to hand to the data file write, whose tasks then write the
+     * delete files as a side effect. {@code rows} are {@code (key, path, pos, deletes, emits, ...)}, partitioned
+     * and sorted as for {@link #write}: {@code deletes} says the row's position is deleted, {@code emits} that the
+     * row goes on (all its columns). Read the footer summaries with {@link #summaries} once that job has run.
+     */
+    public static Along along(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
+                              String codec) throws IOException {
+        CollectionAccumulator<String> written = rows.sparkSession().sparkContext().collectionAccumulator("pyice deletes");
+        PositionDeleteWriter writer = ship(rows, targets, previousSpec, conf, codec);
+        return new Along(rows.mapPartitions(writer.new Streaming(written), Encoders.row(rows.schema())), written);
+    }
+
+    /** The footer summaries, a JSON array, of the delete files that the tasks of {@code along}'s job wrote. */
+    public static String summaries(Along along) {
+        return "[" + String.join(",", along.written.value()) + "]";
+    }
+
+    /** What {@link #along} returns: the rows going on, and where their tasks leave their delete files' summaries. */
+    public static final class Along {
+        private final Dataset<Row> rows;
+        private final CollectionAccumulator<String> written;
+
+        Along(Dataset<Row> rows, CollectionAccumulator<String> written) {
+            this.rows = rows;
+            this.written = written;
+        }
+
+        public Dataset<Row> rows() {
+            return rows;
+        }
+    }
+
+    private static PositionDeleteWriter ship(Dataset<Row> rows, String targets, String previousSpec,
+                                             Configuration conf, String codec) throws IOException {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(rows.sparkSession().sparkContext());
         CompressionCodecName.fromConf(codec);  // an unknown codec fails here, not in the tasks
         Broadcast<String> shipped = jsc.broadcast(targets);
         PARSED.put(shipped.id(), parse(targets));
         DeleteLoader loader = previousSpec == null ? null : DeleteLoader.ship(rows.sparkSession(), previousSpec, conf);
-        PositionDeleteWriter writer = new PositionDeleteWriter(
-            shipped, jsc.broadcast(FooterStats.toBytes(conf)), loader, codec);
-        List<String> out = rows.mapPartitions(writer, Encoders.STRING()).collectAsList();
-        return "[" + String.join(",", out) + "]";
+        return new PositionDeleteWriter(shipped, jsc.broadcast(FooterStats.toBytes(conf)), loader, codec);
     }
 
     private static Map<Long, String> parse(String spec) {
@@ -97,9 +142,13 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         return byKey;
     }
 
+    private Map<Long, String> outputs() {
+        return PARSED.computeIfAbsent(targets.id(), id -> parse(targets.value()));
+    }
+
     @Override
     public Iterator<String> call(Iterator<Row> rows) throws IOException {
-        Map<Long, String> outputs = PARSED.computeIfAbsent(targets.id(), id -> parse(targets.value()));
+        Map<Long, String> outputs = outputs();
         Configuration hadoopConf = FooterStats.fromBytes(conf.value());
         List<String> out = new ArrayList<>();
         long key = 0;
@@ -143,6 +192,76 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         }
         long length = path.getFileSystem(hadoopConf).getFileStatus(path).getLen();
         return FooterStats.summary(output, length, writer.getFooter());
+    }
+
+    /** {@link #along}'s task: writes each data file's delete file once its last row has gone by. */
+    private final class Streaming implements MapPartitionsFunction<Row, Row> {
+        private static final long serialVersionUID = 1L;
+        private final CollectionAccumulator<String> written;
+
+        Streaming(CollectionAccumulator<String> written) {
+            this.written = written;
+        }
+
+        @Override
+        public Iterator<Row> call(Iterator<Row> rows) throws IOException {
+            Map<Long, String> outputs = outputs();
+            Configuration hadoopConf = FooterStats.fromBytes(conf.value());
+            return new Iterator<Row>() {
+                private Row next;
+                private boolean done;
+                private long key;
+                private String dataFile;
+                private LongList positions = new LongList();
+
+                @Override
+                public boolean hasNext() {
+                    while (next == null && !done) {
+                        if (!rows.hasNext()) {
+                            flush();
+                            done = true;
+                            break;
+                        }
+                        Row row = rows.next();
+                        if (row.getBoolean(3)) {
+                            if (dataFile != null && row.getLong(0) != key) {
+                                flush();
+                            }
+                            key = row.getLong(0);
+                            dataFile = row.getString(1);
+                            positions.add(row.getLong(2));
+                        }
+                        if (row.getBoolean(4)) {
+                            next = row;
+                        }
+                    }
+                    return next != null;
+                }
+
+                @Override
+                public Row next() {
+                    if (!hasNext()) {
+                        throw new java.util.NoSuchElementException();
+                    }
+                    Row out = next;
+                    next = null;
+                    return out;
+                }
+
+                private void flush() {
+                    if (dataFile == null) {
+                        return;
+                    }
+                    try {
+                        written.add(writeFile(outputs, hadoopConf, key, dataFile, positions.toArray()));
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                    dataFile = null;
+                    positions = new LongList();
+                }
+            };
+        }
     }
 
     /** The union of two sorted arrays, in order (they are disjoint: the statement changed live rows only). */

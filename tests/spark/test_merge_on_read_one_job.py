@@ -1,0 +1,92 @@
+"""Merge-on-read statements whose new rows all replace changed rows (UPDATE, MERGE without INSERT)
+write their delete files and data files from the same tasks, in one write job
+(rowlevel/merge_on_read.py). Truth: hand-computed rows and counts, the files themselves read back
+with Spark's own Parquet reader, and the table folder's file list before and after a failure."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from pyice_sql.core.errors import PyIceError
+from tests.reliability.tablefiles import files_under
+
+pytestmark = pytest.mark.spark
+
+MOR = ("'format-version' = '2', 'write.update.mode' = 'merge-on-read', "
+       "'write.merge.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-read'")
+
+
+def _table(ice, columns: str = "id bigint, p int, v string", partitioned: str = "PARTITIONED BY (p)"):
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql(f"CREATE TABLE local.db.t ({columns}) USING iceberg {partitioned} TBLPROPERTIES ({MOR})")
+    ice.sql("INSERT INTO local.db.t SELECT id, CAST(id % 3 AS int), concat('r', id) FROM range(0, 300)")
+    from pyice_sql.core.catalog.base import TableIdentifier
+    return ice.catalogs["local"].load_table(TableIdentifier(("db",), "t")).metadata.location
+
+
+def _jobs(ice, sql: str):
+    sc = ice.spark.sparkContext
+    group = f"pyice-one-job-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, group)
+    try:
+        row = ice.sql(sql).collect()[0]
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return len(sc.statusTracker().getJobIdsForGroup(group)), row
+
+
+def _rows(ice):
+    return {(r.id, r.p, r.v) for r in ice.sql("SELECT id, p, v FROM local.db.t").collect()}
+
+
+def test_update_moving_rows_across_partitions_writes_both_kinds_of_file_in_one_job(ice):
+    _table(ice)
+    before_files = {r.file_path for r in ice.sql("SELECT file_path FROM local.db.t.data_files").collect()}
+    jobs, out = _jobs(ice, "UPDATE local.db.t SET p = (p + 1) % 3, v = 'moved' WHERE id % 10 = 1")
+    assert out.num_updated_rows == 30 and out.num_added_delete_files == 3
+    assert jobs <= 2  # the shuffle that groups rows by data file, and the write (Iceberg Java: 2)
+    changed = {i for i in range(300) if i % 10 == 1}
+    assert _rows(ice) == {(i, (i % 3 + 1) % 3 if i in changed else i % 3, "moved" if i in changed else f"r{i}")
+                          for i in range(300)}
+    # every new data file holds rows of its own partition only, as its manifest entry says
+    new = [r for r in ice.sql("SELECT file_path, partition.p AS p, record_count FROM local.db.t.data_files")
+           .collect() if r.file_path not in before_files]
+    assert sum(r.record_count for r in new) == 30
+    for r in new:
+        assert {x.p for x in ice.spark.read.parquet(r.file_path).select("p").collect()} == {r.p}
+    # every delete file names its one data file, at the positions of the rows changed in it
+    for d in ice.sql("SELECT file_path, referenced_data_file FROM local.db.t.delete_files").collect():
+        raw = ice.spark.read.parquet(d.referenced_data_file).select("_metadata.row_index", "id").collect()
+        written = [(x.file_path, x.pos) for x in ice.spark.read.parquet(d.file_path).collect()]
+        assert written == [(d.referenced_data_file, x.row_index) for x in sorted(raw) if x.id in changed]
+
+
+def test_merge_without_insert_deletes_and_updates_in_one_job_folding_earlier_deletes(ice):
+    _table(ice, partitioned="")
+    ice.sql("DELETE FROM local.db.t WHERE id % 10 = 0")  # earlier deletes, folded into the new files
+    ice.spark.createDataFrame([(i, "d" if i % 4 == 0 else "u") for i in range(0, 300, 2)], "id long, k string") \
+        .createOrReplaceTempView("src")
+    jobs, out = _jobs(ice, "MERGE INTO local.db.t t USING src s ON t.id = s.id "
+                           "WHEN MATCHED AND s.k = 'd' THEN DELETE WHEN MATCHED THEN UPDATE SET v = 'u'")
+    live_even = [i for i in range(0, 300, 2) if i % 10 != 0]
+    assert (out.num_deleted_rows, out.num_updated_rows) == (sum(1 for i in live_even if i % 4 == 0),
+                                                           sum(1 for i in live_even if i % 4 != 0))
+    assert _rows(ice) == {(i, i % 3, "u" if i % 2 == 0 else f"r{i}") for i in range(300)
+                          if i % 10 != 0 and i % 4 != 0}
+    deletes = ice.sql("SELECT referenced_data_file FROM local.db.t.delete_files").collect()
+    assert len(deletes) == len({d.referenced_data_file for d in deletes})  # one delete file per data file
+    assert jobs <= 6  # 8 when the delete files and data files were written by two jobs
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE local.db.t SET id = CASE WHEN id = 7 THEN NULL ELSE id END WHERE id % 2 = 1",
+    "MERGE INTO local.db.t t USING (SELECT 5L AS id UNION ALL SELECT 5L) s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = 'twice'",
+])
+def test_a_failing_one_job_write_leaves_the_table_and_its_folder_as_they_were(ice, sql):
+    location = _table(ice, "id bigint NOT NULL, p int, v string")
+    files, rows = files_under(location), _rows(ice)
+    with pytest.raises(PyIceError):
+        ice.sql(sql).collect()
+    assert files_under(location) == files and _rows(ice) == rows
