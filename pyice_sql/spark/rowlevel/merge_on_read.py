@@ -32,7 +32,7 @@ from pyice_sql.spark.rowlevel.context import (
 )
 from pyice_sql.spark.write.data_writer import write_data_files
 from pyice_sql.spark.write.delete_writer import (
-    InTaskTargets, in_task_targets, write_position_deletes, write_position_deletes_along,
+    InTaskTargets, PerFile, in_task_targets, write_position_deletes, write_position_deletes_along,
 )
 
 OLD = "__old"  # a position from an existing delete file being folded
@@ -62,10 +62,8 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
         rows = rows.unionByName(old.select("_file", "_pos", F.lit(None).cast("int").alias(OP),
                                            F.lit(True).alias(OLD)))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
-    delete_files = write_position_deletes(
-        rows, targets, w.write,
-        lambda r, window: per_file(r, window, check, unioned).observe(
-            deletes, op_count(DELETE).alias("deleted")), in_tasks)
+    rows, grouped = _counting_deletes(w, rows, check, unioned, deletes)
+    delete_files = write_position_deletes(rows, targets, w.write, grouped, in_tasks)
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
@@ -92,10 +90,9 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
         "*", F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.lit(False).alias(OLD))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
+    rows, grouped = _counting_deletes(w, rows, check, False, deletes)
     delete_files, data_files = write_position_deletes_along(
-        rows, targets, w.write,
-        lambda r, window: per_file(r, window, check, False).observe(deletes, op_count(DELETE).alias("deleted")),
-        in_tasks, acting(), F.col(OP) == UPDATE,
+        rows, targets, w.write, grouped, in_tasks, acting(), F.col(OP) == UPDATE,
         lambda new: write_data_files(w.table_rows(new), w.write, in_place=True))
     if not delete_files:  # each new row replaces a deleted position: nothing changed
         return Written(data_files=data_files)
@@ -105,6 +102,18 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     return Written(updated=counted.get("updated") or 0, deleted=deleted, data_files=data_files,
                    delete_files=delete_files, folded=[d for p in touched for d in folded.get(p, ())],
                    referenced=touched)
+
+
+def _counting_deletes(w: RowLevelWrite, rows: DataFrame, check: bool, folding: bool, deletes: Observation
+                      ) -> tuple[DataFrame, PerFile | None]:
+    """The delete write's rows and its per-file step (`per_file`), with the deleted positions
+    counted into `deletes`. An UPDATE or DELETE changes each target row once, so without folded
+    rows in the shuffle it needs no per-file step (no window in its plan): the count is then taken
+    on the rows as they come."""
+    if w.plan.source is None and not folding:
+        return rows.observe(deletes, op_count(DELETE).alias("deleted")), None
+    return rows, lambda r, window: per_file(r, window, check, folding).observe(
+        deletes, op_count(DELETE).alias("deleted"))
 
 
 def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) -> DataFrame:
