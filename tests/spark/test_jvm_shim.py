@@ -404,6 +404,26 @@ def test_rename_no_overwrite_refuses_to_clobber(shim, tmp_path):
         shim.rename_no_overwrite(a, str(tmp_path / "d"))
 
 
+def test_tasks_read_the_hadoop_configuration_as_it_is_now(spark, shim, tmp_path):
+    """Jobs share one broadcast of the Hadoop configuration while its properties stay the same
+    (FooterStats.ship): a property changed since must still reach the tasks. Truth: listing a
+    scheme-less path on the executors fails once fs.defaultFS names an unknown scheme, and works
+    again once it is back."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f.bin").write_bytes(b"x")
+    folder = str(tmp_path / "d")  # no scheme: resolved against fs.defaultFS in the task
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    before = conf.get("fs.defaultFS")
+    assert [Path(e.path).name for e in shim.list_many([folder])] == ["f.bin"]
+    try:
+        conf.set("fs.defaultFS", "pyicebogus:///")
+        with pytest.raises(Exception, match="pyicebogus"):
+            shim.list_many([folder])
+    finally:
+        conf.set("fs.defaultFS", before)
+    assert [Path(e.path).name for e in shim.list_many([folder])] == ["f.bin"]
+
+
 def test_file_helpers(shim, tmp_path):
     root = str(tmp_path / "tree")
     assert shim.list(root) == [] and not shim.exists(root)

@@ -63,7 +63,7 @@ public final class BulkFiles {
             return "[]";
         }
         Configuration c = conf != null ? conf : jsc.hadoopConfiguration();
-        Broadcast<byte[]> confBytes = jsc.broadcast(FooterStats.toBytes(c));
+        Broadcast<byte[]> confBytes = FooterStats.ship(jsc, c);
         int slices = Math.max(1, Math.min(items.size(), 2 * jsc.defaultParallelism()));
         String previous = jsc.getLocalProperty("spark.job.description");
         jsc.setJobDescription("pyice_sql: " + what);
@@ -73,7 +73,6 @@ public final class BulkFiles {
             return "[" + String.join(",", out) + "]";
         } finally {
             jsc.setLocalProperty("spark.job.description", previous);
-            confBytes.destroy();
         }
     }
 
@@ -89,7 +88,7 @@ public final class BulkFiles {
 
         @Override
         public Iterator<String> call(Iterator<String> items) throws IOException {
-            Configuration conf = FooterStats.fromBytes(confBytes.value());
+            Configuration conf = FooterStats.fromBroadcast(confBytes);
             List<String> out = new ArrayList<>();
             while (items.hasNext()) {
                 String item = items.next();

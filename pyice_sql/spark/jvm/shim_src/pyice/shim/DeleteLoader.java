@@ -90,7 +90,7 @@ final class DeleteLoader implements Serializable {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
         Broadcast<String> shipped = jsc.broadcast(spec);
         PARSED.put(shipped.id(), parse(spec));  // tasks on the driver's JVM reuse it
-        return new DeleteLoader(shipped, jsc.broadcast(FooterStats.toBytes(conf)));
+        return new DeleteLoader(shipped, FooterStats.ship(jsc, conf));
     }
 
     private static Map<Long, DataFileDeletes> parse(String spec) {
@@ -241,7 +241,7 @@ final class DeleteLoader implements Serializable {
 
     private Configuration hadoopConf() throws IOException {
         if (hadoopConf == null) {
-            hadoopConf = FooterStats.fromBytes(conf.value());
+            hadoopConf = FooterStats.fromBroadcast(conf);
         }
         return hadoopConf;
     }

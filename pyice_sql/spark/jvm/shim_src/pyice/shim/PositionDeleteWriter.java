@@ -128,7 +128,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         Broadcast<String> shipped = jsc.broadcast(targets);
         PARSED.put(shipped.id(), parse(targets));
         DeleteLoader loader = previousSpec == null ? null : DeleteLoader.ship(rows.sparkSession(), previousSpec, conf);
-        return new PositionDeleteWriter(shipped, jsc.broadcast(FooterStats.toBytes(conf)), loader, codec);
+        return new PositionDeleteWriter(shipped, FooterStats.ship(jsc, conf), loader, codec);
     }
 
     private static Map<Long, String> parse(String spec) {
@@ -149,7 +149,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
     @Override
     public Iterator<String> call(Iterator<Row> rows) throws IOException {
         Map<Long, String> outputs = outputs();
-        Configuration hadoopConf = FooterStats.fromBytes(conf.value());
+        Configuration hadoopConf = FooterStats.fromBroadcast(conf);
         List<String> out = new ArrayList<>();
         long key = 0;
         String dataFile = null;
@@ -206,7 +206,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         @Override
         public Iterator<Row> call(Iterator<Row> rows) throws IOException {
             Map<Long, String> outputs = outputs();
-            Configuration hadoopConf = FooterStats.fromBytes(conf.value());
+            Configuration hadoopConf = FooterStats.fromBroadcast(conf);
             return new Iterator<Row>() {
                 private Row next;
                 private boolean done;
