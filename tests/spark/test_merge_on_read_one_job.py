@@ -1,6 +1,6 @@
-"""Merge-on-read statements whose new rows all replace changed rows (UPDATE, MERGE without INSERT)
-write their delete files and data files from the same tasks, in one write job
-(rowlevel/merge_on_read.py). Truth: hand-computed rows and counts, the files themselves read back
+"""Merge-on-read UPDATE, MERGE without INSERT and MERGE over a small source write their delete
+files and data files from the same tasks, in one write job (rowlevel/merge_on_read.py); a MERGE
+whose source is too large to bound its inserts keeps a data write of its own. Truth: hand-computed rows and counts, the files themselves read back
 with Spark's own Parquet reader, and the table folder's file list before and after a failure."""
 from __future__ import annotations
 
@@ -79,10 +79,65 @@ def test_merge_without_insert_deletes_and_updates_in_one_job_folding_earlier_del
     assert jobs <= 6  # 8 when the delete files and data files were written by two jobs
 
 
+UPSERT = ("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED AND s.k = 'd' THEN DELETE "
+          "WHEN MATCHED THEN UPDATE SET v = 'u' WHEN NOT MATCHED THEN INSERT (id, p, v) VALUES (s.id, s.p, 'new')")
+
+
+def _upsert_source(ice):
+    """Updates and deletes of every fifth id below 300 (all partitions), inserts of 1000-1039 into
+    partitions 0-3 (3 is new); built from ranges, so Spark knows its size (a small source)."""
+    ice.spark.range(0, 300, 5).selectExpr("id", "CASE WHEN id % 4 = 0 THEN 'd' ELSE 'u' END AS k", "0 AS p").union(
+        ice.spark.range(1000, 1040).selectExpr("id", "'i' AS k", "CAST(id % 4 AS int) AS p")) \
+        .createOrReplaceTempView("src")
+
+
+def _upserted(ice):
+    """The table's rows after UPSERT over `_upsert_source`, computed by hand."""
+    kept = {(i, i % 3, "u" if i % 5 == 0 else f"r{i}") for i in range(300) if not (i % 5 == 0 and i % 4 == 0)}
+    return kept | {(i, i % 4, "new") for i in range(1000, 1040)}
+
+
+def test_merge_over_a_small_source_inserts_with_the_deletes_in_one_job(ice):
+    _table(ice)
+    before_files = {r.file_path for r in ice.sql("SELECT file_path FROM local.db.t.data_files").collect()}
+    _upsert_source(ice)
+    jobs, out = _jobs(ice, UPSERT)
+    updated = sum(1 for i in range(0, 300, 5) if i % 4 != 0)
+    assert (out.num_updated_rows, out.num_deleted_rows, out.num_inserted_rows) == (updated, 60 - updated, 40)
+    assert _rows(ice) == _upserted(ice)
+    assert jobs <= 4  # 7 with a data write of its own (next test)
+    # the inserted rows (partitions 0-3, one of them new) land in files of their own partition
+    new = [r for r in ice.sql("SELECT file_path, partition.p AS p, record_count FROM local.db.t.data_files")
+           .collect() if r.file_path not in before_files]
+    assert sum(r.record_count for r in new) == updated + 40 and {r.p for r in new} == {0, 1, 2, 3}
+    for r in new:
+        assert {x.p for x in ice.spark.read.parquet(r.file_path).select("p").collect()} == {r.p}
+    deletes = ice.sql("SELECT referenced_data_file FROM local.db.t.delete_files").collect()
+    assert len(deletes) == len({d.referenced_data_file for d in deletes}) == 3  # one per partition's file
+
+
+def test_merge_over_a_large_source_writes_its_inserts_apart_with_the_same_rows(ice):
+    _table(ice)
+    _upsert_source(ice)
+    before = ice.spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    ice.spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # every source counts as large
+    try:
+        jobs, out = _jobs(ice, UPSERT)
+    finally:
+        ice.spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+    assert out.num_inserted_rows == 40 and _rows(ice) == _upserted(ice)
+    assert jobs > 4  # the delete write, then a data write of its own
+
+
 @pytest.mark.parametrize("sql", [
     "UPDATE local.db.t SET id = CASE WHEN id = 7 THEN NULL ELSE id END WHERE id % 2 = 1",
     "MERGE INTO local.db.t t USING (SELECT 5L AS id UNION ALL SELECT 5L) s ON t.id = s.id "
     "WHEN MATCHED THEN UPDATE SET v = 'twice'",
+    "MERGE INTO local.db.t t USING (SELECT 4L AS id UNION ALL SELECT CAST(NULL AS BIGINT)) s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = 'u' WHEN NOT MATCHED THEN INSERT (id, p, v) VALUES (s.id, 0, 'n')",
+    "MERGE INTO local.db.t t USING (SELECT 5L AS id UNION ALL SELECT 5L UNION ALL SELECT 1000L) s "
+    "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'twice' WHEN NOT MATCHED THEN INSERT (id, p, v) "
+    "VALUES (s.id, 0, 'n')",
 ])
 def test_a_failing_one_job_write_leaves_the_table_and_its_folder_as_they_were(ice, sql):
     location = _table(ice, "id bigint NOT NULL, p int, v string")

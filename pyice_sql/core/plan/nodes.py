@@ -65,6 +65,9 @@ class RowLevelPlan:
     # a MERGE that keeps unmatched source rows, over a source small enough to broadcast: its
     # matched pairs come from a join that broadcasts the source, not one that shuffles the target
     broadcast_source: bool = False
+    # a MERGE that inserts, over a source within Spark's broadcast threshold: its inserts (at most
+    # one per source row) are few, so merge-on-read writes them in the tasks that write the deletes
+    small_source: bool = False
     filters: tuple[PruningFilter, ...] = ()
     scan_filter: Expression = field(default_factory=AlwaysTrue)
     source_key_columns: tuple[tuple[str, str], ...] = ()  # (target column, source column) of ON equalities

@@ -11,11 +11,13 @@ file (as Iceberg Java 1.10 does for v2 tables): the JVM shim's delete writer rea
 write task for that file only (write/delete_writer.py); with Spark's writer (no shim), those of
 every file read ride along in the shuffle and are kept only for data files that get new deletes.
 
-A statement whose new rows all replace changed target rows (an UPDATE, a MERGE without an
-INSERT clause) writes both in one job where the shim writes the delete files: the rows grouped
-for the delete write go on, with their new values, to the data write, whose tasks write the
-delete files as they stream by (Iceberg Java's delta writer), so the tagged rows are neither
-cached nor read twice.
+Where the shim writes the delete files, an UPDATE, a MERGE without an INSERT clause and a MERGE
+over a small source (`RowLevelPlan.small_source`: few inserts) write both in one job: the rows
+grouped for the delete write go on, with their new values, to the data write, whose tasks write
+the delete files as they stream by (Iceberg Java's delta writer), so the tagged rows are neither
+cached nor read twice. Inserted rows have no data file: they ride in the task of the rows without
+one. A MERGE over a large source keeps two jobs: its inserts go to the data write's own
+advisory-size tasks, never all into one task of the delete write.
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
     in_tasks = in_task_targets(w.spark, targets, folded, F.col(FILE_ORDINAL) if by_ordinal else None)
-    if in_tasks is not None and _replaces_rows_only(w):
+    if in_tasks is not None and _in_one_job(w):
         return _write_in_one_job(w, targets, folded, in_tasks)
     if w.writes_rows:  # the delete write, then the data write
         w.read_twice(w.tagged)
@@ -75,33 +77,35 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
 
 
-def _replaces_rows_only(w: RowLevelWrite) -> bool:
-    """Whether every new row replaces a changed target row (UPDATE actions, no INSERT), so the new
-    rows can go with the delete write's rows: grouped by the data file they replace a row of."""
+def _in_one_job(w: RowLevelWrite) -> bool:
+    """Whether the new rows can go with the delete write's rows: every new row replaces a changed
+    target row (grouped by the data file it replaces a row of), or the inserts are few (a small
+    source), so the one task that gets them all writes them as fast as a task of their own."""
     names = {f.name.lower() for f in w.schema.fields}
-    return (w.writes_rows and not any(i.operation == INSERT for i in w.plan.instructions)
+    return (w.writes_rows and (w.plan.small_source or not any(i.operation == INSERT for i in w.plan.instructions))
             and not names & set(_ROW_COLUMNS))
 
 
 def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: InTaskTargets) -> Written:
-    """The delete files and the updated rows' data files, written by the same tasks (one job)."""
+    """The delete files and the new rows' data files, written by the same tasks (one job)."""
     check = w.checks_cardinality
     tagged, counts = counting_new_rows(w)
-    rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
+    new = F.col(OP).isin(UPDATE, INSERT)
+    rows = tagged.where(acting() | new | matched(w.plan) if check else acting() | new).select(
         "*", F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.lit(False).alias(OLD))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
     rows, grouped = _counting_deletes(w, rows, check, False, deletes)
     delete_files, data_files = write_position_deletes_along(
-        rows, targets, w.write, grouped, in_tasks, acting(), F.col(OP) == UPDATE,
-        lambda new: write_data_files(w.table_rows(new), w.write, in_place=True))
-    if not delete_files:  # each new row replaces a deleted position: nothing changed
-        return Written(data_files=data_files)
-    deleted = observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0
+        rows, targets, w.write, grouped, in_tasks, acting(), new,
+        lambda rows: write_data_files(w.table_rows(rows), w.write, in_place=True))
+    if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
+        return Written()
+    deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
     counted = observed(counts, lambda: new_row_counts(w.tagged))
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
-    return Written(updated=counted.get("updated") or 0, deleted=deleted, data_files=data_files,
-                   delete_files=delete_files, folded=[d for p in touched for d in folded.get(p, ())],
-                   referenced=touched)
+    return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0,
+                   data_files=data_files, delete_files=delete_files,
+                   folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
 
 
 def _counting_deletes(w: RowLevelWrite, rows: DataFrame, check: bool, folding: bool, deletes: Observation
@@ -122,12 +126,12 @@ def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) ->
     files that have a new one."""
     new = ~F.col(OLD)
     again = new & F.coalesce(F.lag("_pos").over(window) == F.col("_pos"), F.lit(False))
+    written = F.col(OLD) | acting() | (F.col(OP) == INSERT)  # an inserted row has no position: never again
     if check:  # every row is a matched pair or acts on a target row: a position twice is two pairs
         keep = F.when(again, F.raise_error(F.lit(
-            f"{CARDINALITY_MARKER}: a target row matched more than one source row"))).otherwise(
-            F.col(OLD) | acting())
+            f"{CARDINALITY_MARKER}: a target row matched more than one source row"))).otherwise(written)
     else:
-        keep = ~again & (F.col(OLD) | acting())
+        keep = ~again & written
     if folding:
         whole_file = window.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
         keep = keep & (F.max(F.when(new & acting(), 1).otherwise(0)).over(whole_file) == 1)

@@ -118,17 +118,17 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
                                  per_file: PerFile | None, in_tasks: InTaskTargets, deletes: Column, emits: Column,
                                  write_rows: Callable[[DataFrame], list[DataFile]]
                                  ) -> tuple[list[DataFile], list[DataFile]]:
-    """The in-task writer inside the data file write, as Iceberg Java's delta writer: for a
-    statement whose new rows all replace changed target rows, `rows` (columns `_file`, `_pos` and
-    the new row's) are grouped by data file as for `write_position_deletes`; the position of each
-    row where `deletes` holds goes to the delete files, and the rows where `emits` holds (all
-    their columns) go on to `write_rows`, whose tasks write the delete files as they go. One write
-    job instead of two, and the rows are not cached between them. Returns (delete files, data
-    files)."""
+    """The in-task writer inside the data file write, as Iceberg Java's delta writer: `rows`
+    (columns `_file`, `_pos` and the new row's) are grouped by data file as for
+    `write_position_deletes`, and the rows of no data file (inserted rows: `_file` is null) all go
+    to one task; the position of each row where `deletes` holds goes to the delete files, and the
+    rows where `emits` holds (all their columns) go on to `write_rows`, whose tasks write the
+    delete files as they go. One write job instead of two, and the rows are not cached between
+    them. Returns (delete files, data files)."""
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = rows.sparkSession
-    keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks)
+    keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks, along=True)
     keyed = keyed.select(_KEY, F.col("_file").alias(_ALONG_PATH), F.col("_pos").cast("long").alias(_ALONG_POS),
                          deletes.alias(_DELETES), emits.alias(_EMITS), "*")
     shim = load_shim(spark)
@@ -158,20 +158,26 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
 
 
 def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
-                  in_tasks: InTaskTargets) -> tuple[DataFrame, dict[str, str], str]:
+                  in_tasks: InTaskTargets, along: bool = False) -> tuple[DataFrame, dict[str, str], str]:
     """The in-task writer's rows (keyed, grouped by data file, sorted by position, `per_file`
-    applied), each target's planned delete file, and the writer's targets spec."""
+    applied), each target's planned delete file, and the writer's targets spec. `along`: the rows
+    go on to a data file write (`write_position_deletes_along`)."""
     spark = rows.sparkSession
     operation_id = new_operation_id(deletes=True)
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
     outputs = {path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
                                        file_name(i, 0, operation_id, 1, deletes=True))
                for i, (path, f) in enumerate(targets.items())}
-    # the partitions are not left to AQE, which would coalesce them by the shuffle's size: folding
-    # adds each file's previous positions after it (one task would write every file)
-    tasks = max(1, min(len(targets), spark.sparkContext.defaultParallelism))
-    rows = (rows.withColumn(_KEY, in_tasks.row_key)
-            .repartition(tasks, F.col(_KEY)).sortWithinPartitions(_KEY, "_pos"))
+    rows = rows.withColumn(_KEY, in_tasks.row_key)
+    if along and spark.conf.get("spark.sql.adaptive.enabled", "true") == "true":
+        # the rows carry the new rows too: adaptive execution sizes the tasks by them, as it does
+        # a Spark write's (a few changed rows make one task, so one new data file)
+        rows = rows.repartition(F.col(_KEY))
+    else:
+        # not left to AQE, which would coalesce by the shuffle's size: folding adds each file's
+        # previous positions after it (one task would write every file)
+        rows = rows.repartition(max(1, min(len(targets), spark.sparkContext.defaultParallelism)), F.col(_KEY))
+    rows = rows.sortWithinPartitions(_KEY, "_pos")
     if per_file is not None:
         rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))
     spec = _RECORD.join(f"{key}{_FIELD}{out}" for key, out in zip(in_tasks.keys, outputs.values()))

@@ -19,7 +19,7 @@ SCHEMA = Schema((it.NestedField(1, "id", it.LONG, True), it.NestedField(2, "p", 
 SOURCE_COLS = ["id", "p", "v", "op"]
 
 
-def plan_of(sql: str, broadcastable: bool = False):
+def plan_of(sql: str, broadcastable: bool = False, deterministic: bool = True):
     stmt = parse_statement(sql, lambda c: c == "local", "local")
     if type(stmt).__name__ == "Merge":
         plan = build_merge(stmt, SCHEMA, SOURCE_COLS)
@@ -27,7 +27,7 @@ def plan_of(sql: str, broadcastable: bool = False):
         plan = build_update(stmt, SCHEMA)
     else:
         plan = build_delete(stmt)
-    plan = choose_join(plan, lambda: broadcastable)
+    plan = choose_join(plan, lambda: broadcastable, lambda: deterministic)
     source_cols = {c.lower() for c in SOURCE_COLS}
 
     def is_target(col):
@@ -73,6 +73,18 @@ def test_a_join_keeping_source_rows_broadcasts_a_small_source_and_keeps_its_join
     small, large = plan_of(MERGE + clauses, broadcastable=True), plan_of(MERGE + clauses)
     assert small.broadcast_source is broadcast and not large.broadcast_source
     assert small.join_type == large.join_type
+
+
+@pytest.mark.parametrize("clauses, inserts", [
+    ("WHEN MATCHED THEN UPDATE SET v = s.v", False),
+    ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", True),
+    ("WHEN NOT MATCHED BY SOURCE THEN DELETE", False),
+])
+def test_a_small_source_bounds_the_inserts_even_when_it_cannot_be_broadcast(clauses, inserts):
+    changing = plan_of(MERGE + clauses, broadcastable=True, deterministic=False)
+    assert changing.small_source is inserts and not changing.broadcast_source
+    assert plan_of(MERGE + clauses, broadcastable=True).small_source is inserts
+    assert not plan_of(MERGE + clauses).small_source
 
 
 def test_on_target_conjuncts_prune_and_source_keys_are_found():

@@ -45,8 +45,7 @@ def _placement(plan: RowLevelPlan, ctx: RuleContext) -> RowLevelPlan:
 
 
 RULES: tuple[Rule, ...] = (
-    lambda plan, ctx: choose_join(plan, lambda: ctx.source_within_broadcast_threshold()
-                                  and ctx.source_deterministic()),
+    lambda plan, ctx: choose_join(plan, ctx.source_within_broadcast_threshold, ctx.source_deterministic),
     lambda plan, ctx: prune_target(plan, ctx.schema, ctx.is_target, ctx.is_source),
     lambda plan, ctx: choose_write_mode(plan, dict(ctx.properties)),
     _placement,

@@ -14,6 +14,10 @@ the unmatched source rows from the source anti-joined with the ids of the matche
 (compile/merge_rows.py). Same rows, no shuffle of the target. That shape costs a second query
 plan, a cache of the matched rows and a few broadcast jobs, so it is kept only over a large
 target scan (`keep_broadcast_for_target`, once the scan is planned).
+
+A small source also bounds the inserts: at most one per source row. The plan says `small_source`
+(deterministic or not), and merge-on-read then writes the inserted rows in the tasks that write
+the delete files, in one job (rowlevel/merge_on_read.py).
 """
 from __future__ import annotations
 
@@ -27,9 +31,10 @@ from pyice_sql.core.plan.nodes import RowLevelPlan
 BROADCAST_MIN_TARGET_BYTES = 128 * 1024 * 1024
 
 
-def choose_join(plan: RowLevelPlan, source_broadcastable: Callable[[], bool]) -> RowLevelPlan:
-    """`source_broadcastable` (asked only for a join that keeps source rows): whether the source is
-    deterministic and within Spark's broadcast threshold."""
+def choose_join(plan: RowLevelPlan, source_small: Callable[[], bool],
+                source_deterministic: Callable[[], bool]) -> RowLevelPlan:
+    """`source_small` (asked only for a join that keeps source rows): whether the source is within
+    Spark's broadcast threshold; `source_deterministic`: whether two reads give the same rows."""
     if plan.command != "MERGE":
         return plan
     inserts, by_source = plan.has_not_matched, plan.has_not_matched_by_source
@@ -37,7 +42,10 @@ def choose_join(plan: RowLevelPlan, source_broadcastable: Callable[[], bool]) ->
         plan = (plan.with_(join_type="full outer", join_reason="NOT MATCHED and NOT MATCHED BY SOURCE clauses")
                 if by_source else
                 plan.with_(join_type="right outer", join_reason="NOT MATCHED clause keeps unmatched source rows"))
-        if not source_broadcastable():
+        if not source_small():
+            return plan
+        plan = plan.with_(small_source=True)
+        if not source_deterministic():
             return plan
         return plan.with_(broadcast_source=True, join_reason=plan.join_reason + "; over a target scan of at least "
                           f"{BROADCAST_MIN_TARGET_BYTES >> 20} MiB the source is broadcast: matched pairs by a "

@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -44,11 +45,10 @@ import org.apache.spark.util.CollectionAccumulator;
  * fields by U+0001: key, output path. The file name is fixed per data file, so a retried task overwrites what a
  * failed attempt left.
  *
- * <p>{@link #along} writes the same files from inside another job instead: the merge-on-read write of a statement
- * whose new rows all replace changed target rows (an UPDATE, a MERGE without inserts), where the rows that carry a
- * deleted position also carry the new row's values. Its tasks write each data file's delete file as they stream
- * the rows on to the data file write, as Iceberg Java's delta writer writes both from one task: one write job
- * instead of two.
+ * <p>{@link #along} writes the same files from inside another job instead: the merge-on-read write of an UPDATE or
+ * a MERGE, where the rows that carry a deleted position also carry the new row's values, and inserted rows (which
+ * delete nothing) come along. Its tasks write each data file's delete file as they stream the rows on to the data
+ * file write, as Iceberg Java's delta writer writes both from one task: one write job instead of two.
  */
 public final class PositionDeleteWriter implements MapPartitionsFunction<Row, String> {
     private static final long serialVersionUID = 1L;
@@ -92,7 +92,8 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * The rows of {@code rows} that carry a new row, to hand to the data file write, whose tasks then write the
      * delete files as a side effect. {@code rows} are {@code (key, path, pos, deletes, emits, ...)}, partitioned
      * and sorted as for {@link #write}: {@code deletes} says the row's position is deleted, {@code emits} that the
-     * row goes on (all its columns). Read the footer summaries with {@link #summaries} once that job has run.
+     * row goes on (all its columns); a row that deletes nothing may have no key, path or position (an inserted
+     * row). Read the footer summaries with {@link #summaries} once that job has run.
      */
     public static Along along(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
                               String codec) throws IOException {
@@ -241,7 +242,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
                 @Override
                 public Row next() {
                     if (!hasNext()) {
-                        throw new java.util.NoSuchElementException();
+                        throw new NoSuchElementException();
                     }
                     Row out = next;
                     next = null;
