@@ -139,7 +139,8 @@ class RowLevelExecutor:
                 if plan.prune_by_source_keys and source_keys_can_prune(
                         scan.tasks, table.metadata.schema(), table.metadata.spec_by_id,
                         [t for t, _ in plan.source_key_columns]):
-                    narrowed = self._with_source_keys(plan, table, source, local)
+                    narrowed = self._with_source_keys(plan, table, source,
+                                                      local or within_broadcast_threshold(source))
                     if narrowed is not plan:
                         plan, scan = narrowed, plan_files(table.metadata, table.io, start, narrowed.scan_filter)
             return self._execute(table, plan, source, scan)
@@ -182,16 +183,17 @@ class RowLevelExecutor:
             return self.session.scan_ref(source)
         return self.session.query_frame(source)
 
-    def _with_source_keys(self, plan: RowLevelPlan, table: Table, source: DataFrame, local: bool) -> RowLevelPlan:
-        """Narrow the target scan to the source's key values (few) or key range (many); `local`:
-        the source is held in the plan (`is_local_data`), so Python reads its keys.
+    def _with_source_keys(self, plan: RowLevelPlan, table: Table, source: DataFrame, small: bool) -> RowLevelPlan:
+        """Narrow the target scan to the source's key values (few) or key range (many); `small`:
+        the source is held in the plan (`is_local_data`) or small enough for Spark to broadcast,
+        so Python reads its keys (one collect, no job for a local source).
 
         One query per key column collects up to MAX_SOURCE_KEY_VALUES + 1 distinct keys (exact:
         a column with more gets the range, never a partial IN list); only the columns with more
         keys need a second query, for their min and max. (A large source pays a distinct
         aggregate of its keys; pruning is only tried when the target's files can be told apart.)"""
         schema = table.metadata.schema()
-        found = _local_source_keys(plan, source) if local else None
+        found = _local_source_keys(plan, source) if small else None
         if found is not None:
             keys, ranges = found
         else:
@@ -454,10 +456,11 @@ def result_frame(spark, result: DmlResult) -> DataFrame:
 
 
 def _local_source_keys(plan: RowLevelPlan, source: DataFrame) -> tuple[dict[str, list], dict[str, tuple]] | None:
-    """`_with_source_keys`' distinct keys and (for columns with many) key ranges, for a source held
-    in the plan (`is_local_data`): its key columns collected without a Spark job (Spark's distinct
-    aggregate would run two). None when Python cannot stand in for Spark's distinct and min/max:
-    an unhashable or unorderable key type, or a NaN (Spark orders it above every number)."""
+    """`_with_source_keys`' distinct keys and (for columns with many) key ranges, for a small source:
+    its key columns collected, in one job or none for a source held in the plan (Spark's distinct
+    aggregate and min/max would run up to five). None when Python cannot stand in for Spark's
+    distinct and min/max: an unhashable or unorderable key type, or a NaN (Spark orders it above
+    every number)."""
     rows = source.select(*[F.col(quote(s)) for _, s in plan.source_key_columns]).collect()
     keys, ranges = {}, {}
     try:
