@@ -24,9 +24,14 @@ pytestmark = pytest.mark.spark
 # MoR v2 MERGE 8 until its inserts (a small source's) went with them. The MERGEs were 2 jobs
 # longer (MoR v2 6, v3 8; CoW 11) while a small source's keys were found by Spark's distinct
 # aggregate (3 jobs), not collected (the collect materializes the cached source: 2).
+# A CoW v2 MERGE runs MergeRows twice (copy_on_write.py): after the source's keys (2), its
+# uncached matched side (4), then the rewrite (the source broadcast twice, the ids of the matched
+# source rows 1, the write 2). That is one job more than the shape before it (an aggregate of the
+# cached tagged rows, then the files read again and anti-joined with the changed rows: 10), but
+# it moves less data: no cache of every tagged row, no shuffle of the target for the aggregate.
 BUDGET = {
     ("merge-on-read", 2): {"MERGE": 5, "UPDATE": 2, "DELETE": 2},
-    ("copy-on-write", 2): {"MERGE": 10, "UPDATE": 4, "DELETE": 4},
+    ("copy-on-write", 2): {"MERGE": 11, "UPDATE": 4, "DELETE": 4},
     ("merge-on-read", 3): {"MERGE": 7, "UPDATE": 4, "DELETE": 2},
     ("copy-on-write", 3): {"MERGE": 10, "UPDATE": 4, "DELETE": 4},
 }

@@ -38,6 +38,10 @@ class RowLevelWrite:
     # copy-on-write by predicate (UPDATE / DELETE): the rows of the files to rewrite -> the rows to
     # write back (copies and updated rows); None: rewrite by joining with the changed rows
     rewrite_rows: Callable[[DataFrame], DataFrame] | None = None
+    # copy-on-write MERGE by MergeRows again (copy_on_write.py): `tagged` holds the matched side
+    # only, and this tags the rows of the given files again, joined with the source so that every
+    # target row is kept (a row no clause changes carries its values); None: by the changed rows
+    merge_rows: Callable[[list[FileScanTask]], DataFrame] | None = None
     file_ordinals: bool = False  # the tagged rows carry FILE_ORDINAL: their file's index in `tasks`
     # merge-on-read: called with `tagged` before two jobs read it (the executor caches it, and
     # releases it after the statement), so both see the same rows

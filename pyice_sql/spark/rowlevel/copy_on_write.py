@@ -5,6 +5,16 @@ counts (each changed position once) and whether some target row is in two matche
 MERGE cardinality check); then one write job copies the untouched rows of those files next to
 the updated and inserted ones.
 
+A MERGE (`RowLevelWrite.merge_rows`, see dml.py) rewrites by MergeRows again, in Iceberg Java's
+shape (its runtime file filter, then ReplaceData): the aggregate reads the matched side of the join
+only, without caching it (Spark prunes it to keys, positions and what the clauses test; a small
+source is broadcast); then the files with a matched row are joined with the source once more,
+their target rows kept, and everything but deleted rows is written: copies, updates and inserts
+from one MergeRows, as one write job. A file with a matched row but no changed one is read (its
+rows decide which source rows are NOT MATCHED) but not rewritten. Both passes see the same pairs:
+the source is cached or local, and the plan deterministic. Any other MERGE (and format v3, whose
+copies keep their lineage columns: copy_on_write_v3.py) rewrites by the changed rows, as above.
+
 An UPDATE or DELETE whose condition can be evaluated twice (`RowLevelWrite.rewrite_rows`, see
 dml.py) rewrites by predicate: the aggregate scans the target without caching the tagged rows,
 and the write reads the files to rewrite once more and applies the statement to them (DELETE
@@ -13,16 +23,19 @@ join of the copies with the changed rows, and no cache of them to build and broa
 """
 from __future__ import annotations
 
+import uuid
 from typing import Callable
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame, Observation, functions as F
 
 from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import read_tasks
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
-from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, acting, matched, op_count
+from pyice_sql.spark.rowlevel.context import (
+    RowLevelWrite, Written, acting, matched, new_row_counts, observed, op_count,
+)
 from pyice_sql.spark.write.data_writer import quote, write_data_files
 
 
@@ -40,11 +53,37 @@ def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Wri
         raise CardinalityViolation()
     out = Written(updated=sum(r["updated"] for r in per_file), deleted=sum(r["deleted"] for r in per_file),
                   inserted=sum(r["inserted"] for r in per_file))
+    if w.merge_rows is not None:
+        return _merge_again(w, per_file, out)
     if out.updated + out.deleted + out.inserted == 0:
         return out
     by_path = w.by_path
     out.rewritten = [by_path[r["f"]] for r in per_file if r["f"] is not None and r["updated"] + r["deleted"] > 0]
     out.data_files = (rewrite or _rewrite)(w, out.rewritten)
+    return out
+
+
+def _merge_again(w: RowLevelWrite, per_file: list, out: Written) -> Written:
+    """MergeRows over the files with a matched or changed row (all of them when the MERGE inserts:
+    their rows decide which source rows match), writing the rows of the files to rewrite and the
+    inserted ones. `per_file` (from the matched side) counted the updates and deletes."""
+    by_path = w.by_path
+    out.rewritten = [by_path[r["f"]] for r in per_file if r["updated"] + r["deleted"] > 0]
+    inserts = w.plan.has_not_matched
+    read = [by_path[r["f"]] for r in per_file if r["f"] is not None] if inserts else out.rewritten
+    if not read and not inserts:
+        return out
+    rows = w.merge_rows(read)
+    kept = F.col(OP) != DELETE
+    if len(read) > len(out.rewritten):
+        kept &= F.col(FILE).isin([t.file.file_path for t in out.rewritten])
+    written = rows.where(F.when(F.col(FILE).isNull(), F.col(OP) == INSERT).otherwise(kept))
+    if inserts:
+        counts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
+        written = written.observe(counts, op_count(INSERT).alias("inserted"))
+    out.data_files = write_data_files(w.table_rows(written), w.write, rebalance=True)
+    if inserts:
+        out.inserted = observed(counts, lambda: new_row_counts(rows)).get("inserted") or 0
     return out
 
 

@@ -10,7 +10,8 @@ Flow (see plan/nodes.py for the plan itself):
   4. Write: merge-on-read writes one position-delete file per touched data file plus new data
      files for updated/inserted rows; copy-on-write rewrites exactly the files holding rows an
      action changed (their other rows copied) plus the inserted rows, by predicate for an
-     UPDATE / DELETE that can be evaluated twice (`_rewrites_by_predicate`).
+     UPDATE / DELETE that can be evaluated twice (`_rewrites_by_predicate`), by MergeRows again
+     over those files for a MERGE (`_merges_again`: first its matched side, uncached).
   5. Commit one snapshot with Iceberg's conflict validation; on failure delete what we wrote.
 A statement that changes nothing commits nothing. The result is one row of metrics.
 """
@@ -21,7 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import Column, DataFrame, functions as F
 from sqlglot import exp
 
 from pyice_sql.core import properties as props
@@ -31,8 +32,8 @@ from pyice_sql.core.commit.operations import row_delta
 from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadata
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
-    FILE, FILE_ORDINAL, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_MARK, rewrite_select,
-    tagged_select, unmatched_source_select, value_name, value_probe_select,
+    FILE, FILE_ORDINAL, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_KEEPING_JOIN,
+    TARGET_MARK, rewrite_select, tagged_select, unmatched_source_select, value_name, value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
 from pyice_sql.core.errors import AnalysisError, CardinalityError
@@ -240,10 +241,21 @@ class RowLevelExecutor:
         row_ids = v3 and any(i.operation == UPDATE for i in plan.instructions)
         # UPDATE / DELETE test the rows' position deletes after their own condition (reader.read_tasks)
         live = LIVE if plan.source is None else None
-        target = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, tasks, with_metadata=True,
-                                                                live_flag=live, file_ordinal=True)
-        target = target.withColumn(TARGET_MARK, F.lit(True))
-        target_view = self._view(target)
+        # copy-on-write MERGE: the matched side first (files, counts, cardinality), then MergeRows
+        # again over the files to rewrite (copy_on_write.py); no source row ids to carry
+        merge_again = plan.mode != "merge-on-read" and not v3 and _merges_again(plan)
+        if merge_again:
+            plan = plan.with_(broadcast_source=False)
+
+        def target_rows(read: list[FileScanTask]) -> tuple[DataFrame, str, Column | None]:
+            """The target scan of `read` with its view, and its rows' file paths by ordinal (the
+            rows carry their file's ordinal through the join, and get its path after it)."""
+            rows = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, read, with_metadata=True,
+                                                                  live_flag=live, file_ordinal=True)
+            rows = rows.withColumn(TARGET_MARK, F.lit(True))
+            return rows, self._view(rows), paths_by_ordinal(self.spark, [t.file.file_path for t in read], F.col(FILE))
+
+        target, target_view, file_path = target_rows(tasks)
         if source is not None:
             source = source.withColumn(SOURCE_MARK, F.lit(True))
             if plan.broadcast_source:  # ids stay the same on each read of the persisted source
@@ -253,32 +265,46 @@ class RowLevelExecutor:
             source_view = None
         plan = self._read_pyice_tables_from_views(plan)
         stored = self._store_assignment(plan, schema, target_view, source_view)
-        # the rows carry their file's ordinal through the join (a shuffle of the target, for a
-        # MERGE that inserts without a broadcast source), and get its path after it
-        file_path = paths_by_ordinal(self.spark, [t.file.file_path for t in tasks], F.col(FILE))
-        tagged = self._merge_rows(
-            plan, target, target_view, source, source_view,
-            lambda p, t_view, s_view, source_row=False: tagged_select(
-                p, schema, t_view, s_view, stored, row_ids, live,
-                "_file" if file_path is None else FILE_ORDINAL_COL, source_row))
-        if file_path is not None:  # the ordinal stays too: the delete writer keys its rows by it
-            tagged = tagged.withColumn(FILE_ORDINAL, F.col(FILE)).withColumn(FILE, file_path)
+
+        def tag(p: RowLevelPlan, target: DataFrame, target_view: str, file_path: Column | None,
+                copies: bool = False, sources: tuple[DataFrame | None, str | None] = (source, source_view)
+                ) -> DataFrame:
+            rows = self._merge_rows(
+                p, target, target_view, *sources,
+                lambda p, t_view, s_view, source_row=False: tagged_select(
+                    p, schema, t_view, s_view, stored, row_ids, live,
+                    "_file" if file_path is None else FILE_ORDINAL_COL, source_row, copies),
+                cache_matched=not copies)
+            if file_path is None:
+                return rows
+            # the ordinal stays too: the delete writer keys its rows by it
+            return rows.withColumn(FILE_ORDINAL, F.col(FILE)).withColumn(FILE, file_path)
+
+        merge_rows = None
+        if merge_again:
+            tagged = tag(plan.with_(join_type=MATCHED_SIDE_JOIN.get(plan.join_type, plan.join_type)),
+                         target, target_view, file_path)
+            merge_again = analyzed_deterministic(tagged)  # both passes must see the same pairs
+            merge_rows = self._merging_again(plan, source, tag, target_rows) if merge_again else None
+        if not merge_again:
+            tagged = tag(plan, target, target_view, file_path)
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
         # cached when two passes read the tagged rows: copy-on-write's aggregate and its rewrite by
-        # join; merge-on-read's write mode says when (`RowLevelWrite.read_twice`). With a broadcast
+        # the changed rows; merge-on-read's write mode says when (`RowLevelWrite.read_twice`). With a broadcast
         # source, its matched side is cached: the rest is the source's unmatched rows, cheap to
         # compute again.
         def read_twice(rows: DataFrame) -> None:
             if not plan.broadcast_source:
                 self._persisted.append(rows.persist())
-        if plan.mode != "merge-on-read" and not by_predicate:
+        if plan.mode != "merge-on-read" and not by_predicate and not merge_again:
             read_twice(tagged)
         lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
                           lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],
                                                                            *lineage)),
                           (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
-                          if by_predicate else None, file_ordinals=file_path is not None, read_twice=read_twice)
+                          if by_predicate else None, merge_rows, file_ordinals=file_path is not None,
+                          read_twice=read_twice)
         write_mode = ({False: write_copy_on_write, True: write_copy_on_write_v3} if plan.mode != "merge-on-read"
                       else {False: write_merge_on_read, True: write_merge_on_read_v3})[v3]
         written: list[DataFile] = []
@@ -325,8 +351,22 @@ class RowLevelExecutor:
         task.phase("commit", f"snapshot {result.snapshot_id}")
         return result
 
+    def _merging_again(self, plan: RowLevelPlan, source: DataFrame, tag: Callable[..., DataFrame],
+                       target_rows: Callable[[list[FileScanTask]], tuple]) -> Callable[[list[FileScanTask]], DataFrame]:
+        """Copy-on-write MERGE by MergeRows again: the tagged rows of the given files joined with
+        the source so that their target rows are kept. A small source that has NOT MATCHED rows
+        to insert is broadcast (see `_merge_rows`), the matched side computed twice, not cached:
+        the source is cached or local, so its row ids are the same on each read."""
+        keeping = plan.with_(join_type=TARGET_KEEPING_JOIN.get(plan.join_type, plan.join_type))
+        sources = None
+        if plan.small_source and plan.has_not_matched:
+            keeping = keeping.with_(broadcast_source=True)
+            with_ids = source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
+            sources = (with_ids, self._view(F.broadcast(with_ids)))
+        return lambda read: tag(keeping, *target_rows(read), copies=True, **({"sources": sources} if sources else {}))
+
     def _merge_rows(self, plan: RowLevelPlan, target: DataFrame, target_view: str, source: DataFrame | None,
-                    source_view: str | None, select: Callable[..., str]) -> DataFrame:
+                    source_view: str | None, select: Callable[..., str], cache_matched: bool = True) -> DataFrame:
         """MergeRows' rows, `select` over (plan, target view, source view). With a broadcast
         source (`source_view` broadcasts `source`), the UNION ALL of the matched side's rows,
         persisted (read by the union and for their source ids), and of the unmatched source rows
@@ -334,8 +374,10 @@ class RowLevelExecutor:
         if not plan.broadcast_source:
             return self.spark.sql(select(plan, target_view, source_view))
         matched = self.spark.sql(select(plan.with_(join_type=MATCHED_SIDE_JOIN[plan.join_type]), target_view,
-                                        source_view, source_row=True)).persist()
-        self._persisted.append(matched)
+                                        source_view, source_row=True))
+        if cache_matched:
+            matched = matched.persist()
+            self._persisted.append(matched)
         unmatched = self._view(self.spark.sql(unmatched_source_select(self._view(source), self._view(matched))))
         rest = self.spark.sql(select(plan, self._view(target.where(F.lit(False))), unmatched, source_row=True))
         return matched.unionAll(rest).drop(SOURCE_ROW)
@@ -427,6 +469,15 @@ def _rewrites_by_predicate(plan: RowLevelPlan, tagged: DataFrame) -> bool:
     if any(c.name.lower() in _METADATA_NAMES for e in exprs for c in e.find_all(exp.Column)):
         return False
     return analyzed_deterministic(tagged)
+
+
+def _merges_again(plan: RowLevelPlan) -> bool:
+    """Whether a copy-on-write MERGE may rewrite its files by MergeRows over them again
+    (copy_on_write.py), which copies every matched pair no clause changes. Not when such a pair
+    may repeat a target row unchecked: NOT MATCHED BY SOURCE clauses (which rewrite files) and no
+    WHEN MATCHED clause, hence no cardinality check. (With only an unconditional WHEN MATCHED
+    DELETE, unchecked too, every matched pair is deleted.) Those rewrite by the changed rows."""
+    return plan.source is not None and (plan.has_matched_actions or not plan.has_not_matched_by_source)
 
 
 def _user_expressions(plan: RowLevelPlan) -> list[exp.Expression]:

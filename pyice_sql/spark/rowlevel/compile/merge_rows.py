@@ -35,6 +35,8 @@ KEEP = 0
 SOURCE_ROW = "__pyice_source_row"  # broadcast source: each source row's id, to find the unmatched ones
 # broadcast source: the join giving the matched pairs (and the target rows no source row matches)
 MATCHED_SIDE_JOIN = {"right outer": "inner", "full outer": "left outer"}
+# copy-on-write MERGE by join: the join that also keeps every target row (the rewrite copies them)
+TARGET_KEEPING_JOIN = {"inner": "left outer", "right outer": "full outer"}
 
 
 def _sql(e: exp.Expression) -> str:
@@ -77,8 +79,10 @@ def _from(plan: RowLevelPlan, target_view: str, source_view: str | None, live: s
 def unmatched_source_select(rows_view: str, matched_view: str) -> str:
     """Broadcast source: the source rows (`rows_view`: the source with `SOURCE_ROW`) whose id is
     not among those of the matched side's rows (`matched_view`: its tagged rows with `SOURCE_ROW`)."""
-    return (f"SELECT u.* FROM {_q(rows_view)} AS u LEFT ANTI JOIN {_q(matched_view)} AS m "
-            f"ON u.{SOURCE_ROW} = m.{SOURCE_ROW}")
+    # the target rows no source row matches (a join keeping them) have no id: left out before the
+    # anti-join, which would otherwise shuffle them all to one task
+    return (f"SELECT u.* FROM {_q(rows_view)} AS u LEFT ANTI JOIN (SELECT {SOURCE_ROW} FROM {_q(matched_view)} "
+            f"WHERE {SOURCE_ROW} IS NOT NULL) AS m ON u.{SOURCE_ROW} = m.{SOURCE_ROW}")
 
 
 def value_name(clause: int, column: str) -> str:
@@ -94,12 +98,13 @@ def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | 
 
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
                   stored: dict[tuple[int, str], str], row_id: bool = False, live: str | None = None,
-                  file_column: str = "_file", source_row: bool = False) -> str:
+                  file_column: str = "_file", source_row: bool = False, copies: bool = False) -> str:
     """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
     columns, (`row_id`: the target view has `_row_id`) `__row_id`, (`source_row`: the source view
     has it) `SOURCE_ROW`, new values. `live`: see `_from`.
     `__file` is the target view's `file_column` (the caller may carry a file's ordinal through the
-    join and look its path up after it).
+    join and look its path up after it). `copies`: the rows no clause changes are written back
+    (copy-on-write by join), so every column keeps its current value where no clause assigns it.
 
     `stored` is the SQL storing each (clause, column) value (see compile/store_assignment.py).
     """
@@ -130,7 +135,8 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
         # reads, e.g. for `UPDATE SET *` the join carries only keys and row positions.
         later_writes = assigning and any(ins.operation in (UPDATE, INSERT)
                                          for ins in plan.instructions[assigning[-1] + 1:])
-        value = f"CASE {' '.join(whens)} ELSE {current if later_writes else 'NULL'} END" if whens else current
+        value = (f"CASE {' '.join(whens)} ELSE {current if later_writes or copies else 'NULL'} END" if whens
+                 else current)
         cols.append(f"{value} AS {_q(f.name)}")
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view, live)}"
 

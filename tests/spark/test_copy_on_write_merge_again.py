@@ -1,0 +1,110 @@
+"""A copy-on-write MERGE (format v2) rewrites its files by MergeRows again (copy_on_write.py): the
+matched side first, uncached, for the files to rewrite, the counts and the cardinality check; then
+the files with a matched row joined with the source once more, target rows kept. A file whose
+matched rows no clause changes is read (a source row matching it is not NOT MATCHED) but not
+rewritten. Both source shapes: small (broadcast, its unmatched rows by an anti-join of ids) and
+one Spark will not broadcast (a full outer join). Truth: hand-computed rows and counts, and the
+table's data file list before and after."""
+from __future__ import annotations
+
+import pytest
+
+import pyice_sql.spark.rowlevel.copy_on_write as cow
+from pyice_sql.core.errors import CardinalityError
+
+pytestmark = pytest.mark.spark
+
+COW = ("'format-version' = '2', 'write.update.mode' = 'copy-on-write', "
+       "'write.merge.mode' = 'copy-on-write', 'write.delete.mode' = 'copy-on-write'")
+
+
+@pytest.fixture(params=["small", "large"])
+def table(ice, request, monkeypatch):
+    """Three data files (ids 0-99, 100-199, 200-299); a source Spark broadcasts, or not."""
+    if request.param == "large":
+        before = ice.spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+        ice.spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+        request.addfinalizer(lambda: ice.spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before))
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
+    for lo in (0, 100, 200):
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, concat('r', id) FROM range({lo}, {lo + 100})")
+    calls = []
+    original = cow._merge_again
+    monkeypatch.setattr(cow, "_merge_again", lambda *a: calls.append(1) or original(*a))
+    return ice, calls
+
+
+def _src(ice, rows):
+    src = ice.spark.createDataFrame(rows, "id long, v string").cache()
+    src.count()  # cached: Spark knows its size
+    return src
+
+
+def _files(ice) -> dict[str, set[int]]:
+    """Each data file's ids, read with Spark's own Parquet reader."""
+    paths = [r.file_path for r in ice.sql("SELECT file_path FROM local.db.t.data_files").collect()]
+    return {p: {r.id for r in ice.spark.read.parquet(p).select("id").collect()} for p in paths}
+
+
+def _rows(ice) -> set[tuple]:
+    return {(r.id, r.v) for r in ice.sql("SELECT id, v FROM local.db.t").collect()}
+
+
+def test_files_whose_matched_rows_stay_are_read_but_not_rewritten(table):
+    ice, calls = table
+    before = _files(ice)
+    assert len(before) == 3
+    # 5 is updated (file 1), 150 deleted (file 2); 250 matches in file 3 but no clause fires, so it
+    # is neither changed nor inserted; 400 and 401 match nothing and are inserted
+    src = _src(ice, [(5, "m5"), (150, "del"), (250, "skip"), (400, "n400"), (401, "n401")])
+    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id "
+                  "WHEN MATCHED AND s.v = 'del' THEN DELETE "
+                  "WHEN MATCHED AND s.v <> 'skip' THEN UPDATE SET v = s.v "
+                  "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    assert calls == [1]
+    assert (out.num_updated_rows, out.num_deleted_rows, out.num_inserted_rows) == (1, 1, 2)
+    assert out.num_removed_data_files == 2
+    expected = {(i, "m5" if i == 5 else f"r{i}") for i in range(300) if i != 150}
+    assert _rows(ice) == expected | {(400, "n400"), (401, "n401")}
+    after = _files(ice)
+    third = next(p for p, ids in before.items() if 250 in ids)
+    assert after[third] == before[third]  # the same file, untouched
+    assert all(p not in after for p, ids in before.items() if p != third)
+
+
+def test_not_matched_by_source_clauses_rewrite_with_the_target_kept(table):
+    ice, calls = table
+    src = _src(ice, [(i, f"m{i}") for i in range(0, 100, 2)] + [(900, "new")])
+    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id "
+                  "WHEN MATCHED AND t.id < 20 THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v "
+                  "WHEN NOT MATCHED THEN INSERT * "
+                  "WHEN NOT MATCHED BY SOURCE AND t.id >= 290 THEN UPDATE SET v = 'gone'", src=src).collect()[0]
+    assert calls == [1]
+    assert (out.num_updated_rows, out.num_deleted_rows, out.num_inserted_rows) == (40 + 10, 10, 1)
+    expected = {(i, f"m{i}" if i < 100 and i % 2 == 0 else ("gone" if i >= 290 else f"r{i}"))
+                for i in range(300) if not (i < 20 and i % 2 == 0)}
+    assert _rows(ice) == expected | {(900, "new")}
+
+
+def test_a_merge_that_only_inserts_rewrites_nothing(table):
+    ice, calls = table
+    before = _files(ice)
+    src = _src(ice, [(7, "x"), (500, "y")])
+    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED AND s.v = 'no' THEN DELETE "
+                  "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    assert (out.num_affected_rows, out.num_inserted_rows, out.num_removed_data_files) == (1, 1, 0)
+    after = _files(ice)
+    assert all(after[p] == ids for p, ids in before.items())
+    assert _rows(ice) == {(i, f"r{i}") for i in range(300)} | {(500, "y")}
+
+
+def test_a_target_row_matched_twice_fails_and_writes_nothing(table):
+    ice, calls = table
+    before = _files(ice)
+    src = _src(ice, [(7, "x"), (7, "y"), (900, "z")])
+    with pytest.raises(CardinalityError, match="id=7"):
+        ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+                "WHEN NOT MATCHED THEN INSERT *", src=src).collect()
+    assert calls == []  # failed on the matched side, before any rewrite
+    assert _files(ice) == before
