@@ -35,6 +35,12 @@ def is_connect(spark: Any) -> bool:
     return getattr(spark, "_jsparkSession", None) is None
 
 
+def conf_enabled(spark: Any, key: str, default: bool) -> bool:
+    """A boolean Spark setting read as Spark reads it (trimmed, any case): `spark.conf` gives the
+    text as set, so "TRUE" would otherwise read as false."""
+    return str(spark.conf.get(key, str(default).lower())).strip().lower() == "true"
+
+
 def analyzed_deterministic(df: Any) -> bool:
     """Whether Spark's analysis finds `df` deterministic. On Spark Connect this is read from the
     analyzed plan's text: Spark's non-deterministic functions, by name."""

@@ -1,6 +1,6 @@
 """The Spark Connect backend gives what the JVM shim gives: Parquet footer summaries identical to
 FooterStats.java's (many column types, several row groups, NaN, signed zeros, nested fields), the
-bucket transform of the spec's examples, and Spark's answer on determinism."""
+bucket transform of the spec's examples, and Spark's answers on determinism and boolean settings."""
 from __future__ import annotations
 
 import glob
@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from pyice_sql.spark.connect_backend import analyzed_deterministic, bucket, footer_summary
+from pyice_sql.spark.connect_backend import analyzed_deterministic, bucket, conf_enabled, footer_summary
 from pyice_sql.spark.jvm.bridge import load_shim
 
 pytestmark = pytest.mark.spark
@@ -55,3 +55,15 @@ def test_bucket_matches_the_specs_examples():
 def test_determinism_is_sparks(spark):
     assert analyzed_deterministic(spark.range(3).selectExpr("id + 1"))
     assert not analyzed_deterministic(spark.range(3).selectExpr("id + rand()"))
+
+
+@pytest.mark.parametrize("text", ["TRUE", " true ", "False", "false"])
+def test_boolean_settings_read_as_sparks(spark, text):
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    try:
+        spark.conf.set(key, text)
+        assert conf_enabled(spark, key, False) == bool(spark._jsparkSession.sessionState().conf().adaptiveExecutionEnabled())
+    finally:
+        spark.conf.set(key, before)
+    assert conf_enabled(spark, "spark.pyice.test.unset", True) and not conf_enabled(spark, "spark.pyice.test.unset", False)

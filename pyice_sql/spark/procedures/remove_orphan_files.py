@@ -14,6 +14,7 @@ from typing import Any
 
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.errors import AnalysisError, PyIceError
+from pyice_sql.spark.connect_backend import conf_enabled
 from pyice_sql.spark.procedures.arguments import DAY_MS, session_time_zone, timestamp_ms
 from pyice_sql.spark.procedures.bulk_files import delete_files, list_files
 from pyice_sql.spark.procedures.reachability import path_key, reachable_files
@@ -73,7 +74,7 @@ def remove_orphan_files(ctx: ProcedureContext, args: dict[str, Any]) -> list[tup
     dry_run = bool(args["dry_run"])
     if older_than is None:
         older_than = now - DEFAULT_AGE_MS
-    elif not dry_run and now - older_than < DAY_MS and ctx.spark.conf.get("spark.testing", "false") != "true":
+    elif not dry_run and now - older_than < DAY_MS and not conf_enabled(ctx.spark, "spark.testing", False):
         raise AnalysisError(f"{NAME}: cannot remove orphan files with an interval less than 24 hours "
                             "(files of commits in flight could be taken); use dry_run => true to look",
                             position=ctx.position)

@@ -35,7 +35,7 @@ from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.spark.connect_backend import is_connect
+from pyice_sql.spark.connect_backend import conf_enabled, is_connect
 from pyice_sql.spark.read.file_keys import deletes_spec, file_key, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
@@ -80,7 +80,7 @@ def in_task_targets(spark: SparkSession, targets: dict[str, DataFile], folded: d
     attempt of a task would write the same file as the first: Spark's commit protocol keeps one).
     `ordinal`: a column of the rows giving their data file's index in `targets`, which then keys
     them (else the hash of `_file`, computed per row and for each target by a JVM query)."""
-    if not targets or is_connect(spark) or spark.conf.get("spark.speculation", "false") == "true":
+    if not targets or is_connect(spark) or conf_enabled(spark, "spark.speculation", False):
         return None
     if ordinal is not None:
         keys, row_key = list(range(len(targets))), ordinal
@@ -169,7 +169,7 @@ def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteConte
                                        file_name(i, 0, operation_id, 1, deletes=True))
                for i, (path, f) in enumerate(targets.items())}
     rows = rows.withColumn(_KEY, in_tasks.row_key)
-    if along and spark.conf.get("spark.sql.adaptive.enabled", "true") == "true":
+    if along and conf_enabled(spark, "spark.sql.adaptive.enabled", True):
         # the rows carry the new rows too: adaptive execution sizes the tasks by them, as it does
         # a Spark write's (a few changed rows make one task, so one new data file)
         rows = rows.repartition(F.col(_KEY))
