@@ -267,10 +267,11 @@ class RowLevelExecutor:
         stored = self._store_assignment(plan, schema, target_view, source_view)
 
         def tag(p: RowLevelPlan, target: DataFrame, target_view: str, file_path: Column | None,
-                copies: bool = False, sources: tuple[DataFrame | None, str | None] = (source, source_view)
-                ) -> DataFrame:
+                copies: bool = False, sources: tuple[DataFrame, str] | None = None) -> DataFrame:
+            """`copies`: MergeRows again (copy-on-write pass 2), whose matched side is computed twice,
+            not cached; `sources`: the source and its view, when not the statement's."""
             rows = self._merge_rows(
-                p, target, target_view, *sources,
+                p, target, target_view, *(sources or (source, source_view)),
                 lambda p, t_view, s_view, source_row=False: tagged_select(
                     p, schema, t_view, s_view, stored, row_ids, live,
                     "_file" if file_path is None else FILE_ORDINAL_COL, source_row, copies),
@@ -363,7 +364,7 @@ class RowLevelExecutor:
             keeping = keeping.with_(broadcast_source=True)
             with_ids = source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
             sources = (with_ids, self._view(F.broadcast(with_ids)))
-        return lambda read: tag(keeping, *target_rows(read), copies=True, **({"sources": sources} if sources else {}))
+        return lambda read: tag(keeping, *target_rows(read), copies=True, sources=sources)
 
     def _merge_rows(self, plan: RowLevelPlan, target: DataFrame, target_view: str, source: DataFrame | None,
                     source_view: str | None, select: Callable[..., str], cache_matched: bool = True) -> DataFrame:

@@ -290,16 +290,18 @@ def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column
     keys = [_sort_key(f, ctx.schema) for f in ctx.sort_order.fields]
     mode = ctx.properties.get(props.WRITE_DISTRIBUTION_MODE, "").lower()
     if in_place:
-        pass
+        distributed = out
     elif one_task:
-        out = out.coalesce(1)
+        distributed = out.coalesce(1)
     elif mode == "range" and (folders or keys):
-        out = out.repartitionByRange(*folders, *keys)
+        distributed = out.repartitionByRange(*folders, *keys)
     elif folders and mode != "none":
-        out = out.repartition(*folders)
+        distributed = out.repartition(*folders)
     elif rebalance and not folders and mode != "none":
-        out = out.hint("rebalance")
-    return out.sortWithinPartitions(*folders, *keys) if folders or keys else out
+        distributed = out.hint("rebalance")
+    else:
+        distributed = out
+    return distributed.sortWithinPartitions(*folders, *keys) if folders or keys else distributed
 
 
 def _sort_key(field, schema: Schema) -> Column:
