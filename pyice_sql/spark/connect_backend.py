@@ -79,21 +79,54 @@ _UNITS = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 def within_broadcast_threshold(df: Any) -> bool:
     """Whether Spark would broadcast `df` as a join side by its size: its optimized plan's size
     estimate within `spark.sql.autoBroadcastJoinThreshold` (-1 turns broadcasting off). On Spark
-    Connect both are read as text: the setting, and the estimate from the plan's cost explain (to
-    its one decimal); text that does not read as a size answers no (the plain join is kept)."""
+    Connect the setting is read as text; text that does not read as a size answers no (the plain
+    join is kept)."""
     spark = df.sparkSession
     if not is_connect(spark):
         threshold = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
-        size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-        return 0 <= size <= threshold
-    setting = re.fullmatch(r"\s*(-?[0-9]+)\s*([kmgtpe]?)b?\s*",
-                           spark.conf.get("spark.sql.autoBroadcastJoinThreshold").lower())
+    else:
+        setting = re.fullmatch(r"\s*(-?[0-9]+)\s*([kmgtpe]?)b?\s*",
+                               spark.conf.get("spark.sql.autoBroadcastJoinThreshold").lower())
+        if setting is None:
+            return False
+        threshold = int(setting.group(1)) * 1024 ** _UNITS[setting.group(2).upper()]
+    size = _size_estimate(df)
+    return size is not None and 0 <= size <= threshold
+
+
+_EXBIBYTE = 2 ** 60
+
+
+def size_unknown(df: Any) -> bool:
+    """Whether Spark has no size estimate for `df` (rows from Python's `createDataFrame` or an RDD):
+    it then assumes `spark.sql.defaultSizeInBytes` (the largest size there is, by default), scaled
+    by the projections above, until the rows are cached and counted. An estimate of an exbibyte or
+    more is no relation's real size either."""
+    size = _size_estimate(df)
+    limit = _EXBIBYTE
+    if not is_connect(df.sparkSession):
+        limit = min(limit, int(df.sparkSession._jsparkSession.sessionState().conf().defaultSizeInBytes()))
+    return size is not None and size >= limit
+
+
+def fill_cache(df: Any) -> None:
+    """Compute a persisted `df` into its cache (`df` planned after the persist: a plan computed
+    before reads around the cache). On a classic session its plan's rows are counted, without the
+    aggregate and shuffle of Spark's `count()` (AQE: the cache's stage, then one job, not three)."""
+    if is_connect(df.sparkSession):
+        df.count()
+    else:
+        df._jdf.queryExecution().toRdd().count()
+
+
+def _size_estimate(df: Any) -> float | None:
+    """Spark's size estimate of `df`'s optimized plan in bytes; on Spark Connect read from the
+    plan's cost explain (to its one decimal), None when that text does not read as a size."""
+    if not is_connect(df.sparkSession):
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     found = re.search(r"Statistics\(sizeInBytes=([0-9.]+) ?([KMGTPE]?)i?B",
                       _section(df._explain_string(mode="cost"), "Optimized Logical Plan"))
-    if setting is None or found is None:
-        return False
-    threshold = int(setting.group(1)) * 1024 ** _UNITS[setting.group(2).upper()]
-    return 0 <= float(found.group(1)) * 1024 ** _UNITS[found.group(2)] <= threshold
+    return None if found is None else float(found.group(1)) * 1024 ** _UNITS[found.group(2)]
 
 
 def temp_views(spark: Any) -> list[str]:

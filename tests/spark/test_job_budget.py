@@ -36,6 +36,12 @@ BUDGET = {
     ("copy-on-write", 3): {"MERGE": 10, "UPDATE": 4, "DELETE": 4},
 }
 
+# A source built in Python (createDataFrame) has no size estimate in Spark: the executor caches
+# and fills it first (two jobs: Spark 3.5's AQE plans the cache as a stage of its own), then it
+# takes a small source's plans. It ran 8 jobs in a MoR v2 MERGE before (its keys found by a
+# distinct aggregate, the delete and data files written by two jobs), 11 in a CoW v2 one.
+PYTHON_SOURCE_EXTRA = 1
+
 STATEMENTS = {
     "MERGE": "MERGE INTO local.db.t t USING src s ON t.id = s.id "
              "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
@@ -55,21 +61,25 @@ def _jobs(ice, run) -> tuple[int, object]:
     return len(sc.statusTracker().getJobIdsForGroup(group)), out
 
 
-@pytest.mark.parametrize("kind", ["MERGE", "UPDATE", "DELETE"])
+@pytest.mark.parametrize("kind,source", [("MERGE", "range"), ("MERGE", "python"), ("UPDATE", None), ("DELETE", None)])
 @pytest.mark.parametrize("mode,version", list(BUDGET))
-def test_statement_runs_within_its_job_budget(ice, mode, version, kind):
+def test_statement_runs_within_its_job_budget(ice, mode, version, kind, source):
     ice.sql("CREATE DATABASE local.db")
     ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ('format-version' = "
             f"'{version}', 'write.merge.mode' = '{mode}', 'write.update.mode' = '{mode}', "
             f"'write.delete.mode' = '{mode}')")
     for lo in (0, 2000):  # two data files
         ice.sql(f"INSERT INTO local.db.t SELECT id, 'old' FROM range({lo}, {lo + 2000})")
-    src = ice.spark.range(0, 4000, 100).selectExpr("id", "'new' AS v").union(
-        ice.spark.range(9000, 9010).selectExpr("id", "'ins' AS v"))
+    if source == "python":
+        src = ice.spark.createDataFrame([(i, "new") for i in range(0, 4000, 100)] +
+                                        [(i, "ins") for i in range(9000, 9010)], "id long, v string")
+    else:
+        src = ice.spark.range(0, 4000, 100).selectExpr("id", "'new' AS v").union(
+            ice.spark.range(9000, 9010).selectExpr("id", "'ins' AS v"))
     jobs, result = _jobs(ice, lambda: ice.sql(STATEMENTS[kind], src=src).collect()[0])
     expected = {"MERGE": (40, 0, 10), "UPDATE": (40, 0, 0), "DELETE": (0, 40, 0)}[kind]
     assert (result.num_updated_rows, result.num_deleted_rows, result.num_inserted_rows) == expected
-    budget = BUDGET[(mode, version)][kind]
+    budget = BUDGET[(mode, version)][kind] + (PYTHON_SOURCE_EXTRA if source == "python" else 0)
     assert jobs <= budget, f"{mode} v{version} {kind} ran {jobs} Spark jobs, budget {budget}"
 
 

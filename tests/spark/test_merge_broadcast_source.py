@@ -50,8 +50,8 @@ def _rows(ice) -> set[tuple]:
 
 
 def _src(ice, rows):
-    """A cached source: once materialized, Spark knows its size (a Python-built frame's estimate
-    is unbounded, too big to broadcast)."""
+    """A cached source: once materialized, Spark knows its size (the executor sizes an uncached
+    Python-built frame itself: test_a_source_built_in_python_is_sized_first_and_broadcast)."""
     src = ice.spark.createDataFrame(rows, "id long, data string").cache()
     src.count()
     return src
@@ -109,6 +109,26 @@ def test_a_small_target_keeps_the_outer_join(ice, merged_plans):
     ((broadcast, plan),) = merged_plans
     assert not broadcast and "RightOuter" in plan
     assert _rows(ice) == {(1, "a"), (2, "B"), (3, "C")}
+
+
+def test_a_source_built_in_python_is_sized_first_and_broadcast(table, merged_plans):
+    """Spark has no size estimate for a Python-built frame (its rows are an RDD): the executor
+    caches and counts it first (dml._cached), so it is broadcast as a small source, and the cache
+    is released with the statement."""
+    from pyice_sql.spark.connect_backend import size_unknown
+
+    ice = table
+    src = ice.spark.createDataFrame([(5, "m5"), (150, "m150"), (900, "n")], "id long, data string")
+    assert size_unknown(src)
+    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET data = s.data "
+                  "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    ((broadcast, plan),) = merged_plans
+    assert broadcast and "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan
+    assert (out.num_updated_rows, out.num_inserted_rows) == (2, 1)
+    expected = {(i, {5: "m5", 150: "m150"}.get(i, f"r{i}")) for i in range(200) if i % 10 != 3}
+    assert _rows(ice) == expected | {(900, "n")}
+    level = src.storageLevel
+    assert not (level.useMemory or level.useDisk)
 
 
 def test_the_source_is_broadcast_only_within_sparks_threshold(ice):

@@ -47,7 +47,9 @@ from pyice_sql.core.plan import builder
 from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.core.plan.rules.join_type import keep_broadcast_for_target
-from pyice_sql.spark.connect_backend import analyzed_deterministic, is_local_data, within_broadcast_threshold
+from pyice_sql.spark.connect_backend import (
+    analyzed_deterministic, fill_cache, is_local_data, size_unknown, within_broadcast_threshold,
+)
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.file_keys import paths_by_ordinal
@@ -109,7 +111,7 @@ class RowLevelExecutor:
         schema = table.metadata.schema()
         source = None
         if isinstance(stmt, st.Merge):
-            source = self._source_frame(stmt.source)
+            source = self._cached(self._source_frame(stmt.source))
             source_schema = frame_schema(source)
             self.evolution = evolve(stmt, table, source_schema) if stmt.schema_evolution else None
             if self.evolution is not None:
@@ -134,9 +136,6 @@ class RowLevelExecutor:
             scan = plan_files(table.metadata, table.io, start, plan.scan_filter)
             if source is not None:
                 local = is_local_data(source)
-                if not local:  # read once for the key pre-pass and the join
-                    source = source.persist()
-                    self._persisted.append(source)
                 if plan.prune_by_source_keys and source_keys_can_prune(
                         scan.tasks, table.metadata.schema(), table.metadata.spec_by_id,
                         [t for t, _ in plan.source_key_columns]):
@@ -147,6 +146,22 @@ class RowLevelExecutor:
             return self._execute(table, plan, source, scan)
         finally:
             self.close()
+
+    def _cached(self, source: DataFrame) -> DataFrame:
+        """`source`, cached unless Spark holds its rows in the plan: it is read by the key pre-pass
+        and the join. A source Spark cannot size (rows from Python's `createDataFrame`, an RDD) has
+        its cache filled first, so that the plan rules see its real size: a small one then gets the
+        plans of a small source (keys collected, broadcast, one write job) as SQL VALUES do."""
+        if is_local_data(source):
+            return source
+        source = source.persist()
+        self._persisted.append(source)
+        if not size_unknown(source):
+            return source
+        # new plans: one that reads the cache to fill it, and one whose cached relation then
+        # reports the size found (a plan computed before keeps the estimate it had)
+        fill_cache(source.select("*"))
+        return source.select("*")
 
     def close(self) -> None:
         """Release what a run cached and the temp views it registered."""
