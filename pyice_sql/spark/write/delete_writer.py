@@ -130,7 +130,7 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
     spark = rows.sparkSession
     keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks, along=True)
     keyed = keyed.select(_KEY, F.col("_file").alias(_ALONG_PATH), F.col("_pos").cast("long").alias(_ALONG_POS),
-                         deletes.alias(_DELETES), emits.alias(_EMITS), *[c for c in keyed.columns if c != _KEY])
+                         deletes.alias(_DELETES), emits.alias(_EMITS), "*")
     shim = load_shim(spark)
     along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx))
     try:
