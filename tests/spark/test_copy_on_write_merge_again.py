@@ -2,14 +2,17 @@
 matched side first, uncached, for the files to rewrite, the counts and the cardinality check; then
 the files with a matched row joined with the source once more, target rows kept. A file whose
 matched rows no clause changes is read (a source row matching it is not NOT MATCHED) but not
-rewritten. Both source shapes: small (broadcast, its unmatched rows by an anti-join of ids) and
-one Spark will not broadcast (a full outer join). Truth: hand-computed rows and counts, and the
-table's data file list before and after."""
+rewritten. Three shapes of the second pass: a small source broadcast (as over a large target
+scan: its unmatched rows by an anti-join of ids), a small source over a small target scan (with
+a NOT MATCHED clause: both sides shuffled by key, Java's shape), and a source Spark will not
+broadcast. Truth: hand-computed rows and counts, and the table's data file list before and
+after."""
 from __future__ import annotations
 
 import pytest
 
 import pyice_sql.spark.rowlevel.copy_on_write as cow
+from pyice_sql.core.plan.rules import join_type
 from pyice_sql.core.errors import CardinalityError
 
 pytestmark = pytest.mark.spark
@@ -18,9 +21,11 @@ COW = ("'format-version' = '2', 'write.update.mode' = 'copy-on-write', "
        "'write.merge.mode' = 'copy-on-write', 'write.delete.mode' = 'copy-on-write'")
 
 
-@pytest.fixture(params=["small", "large"])
+@pytest.fixture(params=["broadcast", "small", "large"])
 def table(ice, request, monkeypatch):
     """Three data files (ids 0-99, 100-199, 200-299); a source Spark broadcasts, or not."""
+    if request.param == "broadcast":  # the shape kept over a large target scan
+        monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
     if request.param == "large":
         before = ice.spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
         ice.spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")

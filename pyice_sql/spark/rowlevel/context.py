@@ -46,6 +46,9 @@ class RowLevelWrite:
     # merge-on-read: called with `tagged` before two jobs read it (the executor caches it, and
     # releases it after the statement), so both see the same rows
     read_twice: Callable[[DataFrame], None] = lambda rows: None
+    # `merge_rows` joins target and source by a shuffle of both on the join key (a NOT MATCHED
+    # clause, no broadcast): adaptive execution sizes its tasks already, so no rebalance follows
+    merged_by_key: bool = False
 
     @property
     def by_path(self) -> dict[str, FileScanTask]:

@@ -10,10 +10,13 @@ shape (its runtime file filter, then ReplaceData): the aggregate reads the match
 only, without caching it (Spark prunes it to keys, positions and what the clauses test; a small
 source is broadcast); then the files with a matched row are joined with the source once more,
 their target rows kept, and everything but deleted rows is written: copies, updates and inserts
-from one MergeRows, as one write job. A file with a matched row but no changed one is read (its
-rows decide which source rows are NOT MATCHED) but not rewritten. Both passes see the same pairs:
-the source is cached or local, and the plan deterministic. Any other MERGE (and format v3, whose
-copies keep their lineage columns: copy_on_write_v3.py) rewrites by the changed rows, as above.
+from one MergeRows, as one write job. With a NOT MATCHED clause that join shuffles both sides by
+key (the source is broadcast only over a large target scan, as merge-on-read's), and its tasks,
+sized by adaptive execution, write the files: no rebalance, Java's three jobs. A file with a
+matched row but no changed one is read (its rows decide which source rows are NOT MATCHED) but
+not rewritten. Both passes see the same pairs: the source is cached or local, and the plan
+deterministic. Any other MERGE (and format v3, whose copies keep their lineage columns:
+copy_on_write_v3.py) rewrites by the changed rows, as above.
 
 An UPDATE or DELETE whose condition can be evaluated twice (`RowLevelWrite.rewrite_rows`, see
 dml.py) rewrites by predicate: the aggregate scans the target without caching the tagged rows,
@@ -81,7 +84,7 @@ def _merge_again(w: RowLevelWrite, per_file: list, out: Written) -> Written:
     if inserts:
         counts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
         written = written.observe(counts, op_count(INSERT).alias("inserted"))
-    out.data_files = write_data_files(w.table_rows(written), w.write, rebalance=True)
+    out.data_files = write_data_files(w.table_rows(written), w.write, rebalance=not w.merged_by_key)
     if inserts:
         out.inserted = observed(counts, lambda: new_row_counts(rows)).get("inserted") or 0
     return out
@@ -111,8 +114,12 @@ def _changes_per_file(w: RowLevelWrite) -> DataFrame:
                 .agg(op_count(UPDATE).alias("updated"), op_count(DELETE).alias("deleted"),
                      F.lit(0).alias("inserted"), F.lit(0).alias("pairs")))
     one = F.lit(1)
-    per_row = (w.tagged.where(acting() | matched(w.plan) | (F.col(OP) == INSERT))
-               .groupBy(FILE, POS)
+    rows = w.tagged.where(acting() | matched(w.plan) | (F.col(OP) == INSERT))
+    if w.merge_rows is not None:
+        # the matched side only, every row in a file: rows grouped by file are grouped by position
+        # too, so one shuffle serves both aggregates (one Spark job fewer)
+        rows = rows.repartition(FILE)
+    per_row = (rows.groupBy(FILE, POS)
                .agg(F.count(F.when(matched(w.plan), one)).alias("pairs"),
                     F.max(F.when(F.col(OP) == UPDATE, 1).otherwise(0)).alias("updated"),
                     F.max(F.when(F.col(OP) == DELETE, 1).otherwise(0)).alias("deleted"),

@@ -259,6 +259,9 @@ class RowLevelExecutor:
         # copy-on-write MERGE: the matched side first (files, counts, cardinality), then MergeRows
         # again over the files to rewrite (copy_on_write.py); no source row ids to carry
         merge_again = plan.mode != "merge-on-read" and not v3 and _merges_again(plan)
+        # pass 2 broadcasts the source where the plan would (over a large target scan); otherwise a
+        # NOT MATCHED clause makes it shuffle both sides by key, as Iceberg Java's ReplaceData does
+        broadcast_again = merge_again and plan.broadcast_source
         if merge_again:
             plan = plan.with_(broadcast_source=False)
 
@@ -301,7 +304,7 @@ class RowLevelExecutor:
             tagged = tag(plan.with_(join_type=MATCHED_SIDE_JOIN.get(plan.join_type, plan.join_type)),
                          target, target_view, file_path)
             merge_again = analyzed_deterministic(tagged)  # both passes must see the same pairs
-            merge_rows = self._merging_again(plan, source, tag, target_rows) if merge_again else None
+            merge_rows = self._merging_again(plan, source, tag, target_rows, broadcast_again) if merge_again else None
         if not merge_again:
             tagged = tag(plan, target, target_view, file_path)
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
@@ -320,7 +323,8 @@ class RowLevelExecutor:
                                                                            *lineage)),
                           (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
                           if by_predicate else None, merge_rows, file_ordinals=file_path is not None,
-                          read_twice=read_twice)
+                          read_twice=read_twice,
+                          merged_by_key=merge_again and plan.has_not_matched and not broadcast_again)
         write_mode = ({False: write_copy_on_write, True: write_copy_on_write_v3} if plan.mode != "merge-on-read"
                       else {False: write_merge_on_read, True: write_merge_on_read_v3})[v3]
         written: list[DataFile] = []
@@ -368,14 +372,16 @@ class RowLevelExecutor:
         return result
 
     def _merging_again(self, plan: RowLevelPlan, source: DataFrame, tag: Callable[..., DataFrame],
-                       target_rows: Callable[[list[FileScanTask]], tuple]) -> Callable[[list[FileScanTask]], DataFrame]:
+                       target_rows: Callable[[list[FileScanTask]], tuple],
+                       broadcast: bool) -> Callable[[list[FileScanTask]], DataFrame]:
         """Copy-on-write MERGE by MergeRows again: the tagged rows of the given files joined with
-        the source so that their target rows are kept. A small source that has NOT MATCHED rows
-        to insert is broadcast (see `_merge_rows`), the matched side computed twice, not cached:
-        the source is cached or local, so its row ids are the same on each read."""
+        the source so that their target rows are kept. With `broadcast` (the plan's broadcast
+        source, kept over a large target scan) the source is broadcast (see `_merge_rows`), the
+        matched side computed twice, not cached: the source is cached or local, so its row ids are
+        the same on each read."""
         keeping = plan.with_(join_type=TARGET_KEEPING_JOIN.get(plan.join_type, plan.join_type))
         sources = None
-        if plan.small_source and plan.has_not_matched:
+        if broadcast:
             keeping = keeping.with_(broadcast_source=True)
             with_ids = source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
             sources = (with_ids, self._view(F.broadcast(with_ids)))
