@@ -72,3 +72,31 @@ def test_statements_rewritten_by_join(ice, statement, expected):
     _table(ice, 2)
     ice.sql(statement)
     assert _rows(ice) == expected
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_rewritten_rows_stay_with_the_rows_of_their_file(ice, version):
+    """As Iceberg Java's copy-on-write UPDATE clusters by `_file`: a file's copied rows go to one
+    task, in their order, so a table whose files hold ranges of ids keeps them (a later statement
+    on one id rewrites one file). Adaptive coalescing is off, so each shuffle partition is a file."""
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql("CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ("
+            f"'format-version' = '{version}', 'write.update.mode' = 'copy-on-write', "
+            "'write.delete.mode' = 'copy-on-write')")
+    ranges = [range(lo, lo + 1000) for lo in range(0, 4000, 1000)]
+    for r in ranges:  # one file each, ids ascending
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, 'old' FROM range({r.start}, {r.stop})")
+    key = "spark.sql.adaptive.coalescePartitions.enabled"
+    ice.spark.conf.set(key, "false")
+    try:
+        out = ice.sql("UPDATE local.db.t SET v = 'new' WHERE id % 10 = 0").collect()[0]
+    finally:
+        ice.spark.conf.unset(key)
+    assert (out.num_updated_rows, out.num_removed_data_files) == (400, 4)
+    ids_by_file = [[r.id for r in ice.spark.read.parquet(p).select("id").collect()] for p in _files(ice)]
+    for r in ranges:
+        holding = [ids for ids in ids_by_file if any(i in r for i in ids)]
+        assert len(holding) == 1, f"the rows of ids {r.start}-{r.stop - 1} were split over {len(holding)} files"
+        assert [i for i in holding[0] if i in r] == list(r)  # together and in their order
+    assert ice.sql("DELETE FROM local.db.t WHERE id = 5").collect()[0].num_removed_data_files == 1
+    assert ice.sql("SELECT count(*), count_if(v = 'new') FROM local.db.t").collect()[0][:] == (3999, 400)

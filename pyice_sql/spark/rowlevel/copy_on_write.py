@@ -22,7 +22,9 @@ An UPDATE or DELETE whose condition can be evaluated twice (`RowLevelWrite.rewri
 dml.py) rewrites by predicate: the aggregate scans the target without caching the tagged rows,
 and the write reads the files to rewrite once more and applies the statement to them (DELETE
 keeps the rows its condition does not hold for, UPDATE assigns where it holds). There is no
-join of the copies with the changed rows, and no cache of them to build and broadcast.
+join of the copies with the changed rows, and no cache of them to build and broadcast. The rows
+written go to tasks by the file they were read from (Java clusters them by `_file`), so each
+file's rows stay together and in order: a table clustered by a column stays so.
 """
 from __future__ import annotations
 
@@ -98,12 +100,19 @@ def changed_rows(w: RowLevelWrite) -> DataFrame:
 def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     if w.rewrite_rows is not None:
         rows = w.rewrite_rows(read_tasks(w.spark, w.schema, rewritten))
-        return write_data_files(w.table_rows(rows), w.write, rebalance=True)
+        by_file = read_straight(rewritten)
+        return write_data_files(w.table_rows(rows), w.write, rebalance=not by_file, by_file=by_file)
     copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), ["_file", "_pos"], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields]))
     new_rows = w.table_rows(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)))
     return write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
+
+
+def read_straight(rewritten: list[FileScanTask]) -> bool:
+    """Whether the rows read from `rewritten` come straight from their scan, no deletes joined in:
+    their write can then go by the file each was read from (`write_data_files`' `by_file`)."""
+    return not any(t.deletes for t in rewritten)
 
 
 def _changes_per_file(w: RowLevelWrite) -> DataFrame:

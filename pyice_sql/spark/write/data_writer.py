@@ -51,6 +51,7 @@ from pyice_sql.core.sql.dialect import quote_identifier as quote
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 DEFAULT_BYTES_PER_ROW = 64
 _SAFE = "^[A-Za-z0-9_.-]*$"
+_SOURCE_FILE = "__pyice_source_file"  # `by_file`: the hash of the path a row was read from
 _FOLDER = re.compile(r"^(?P<name>[^=]+)=(?P<value>.*)$")
 
 
@@ -234,7 +235,8 @@ NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"
 
 
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
-                     rebalance: bool = False, known_rows: int | None = None, in_place: bool = False) -> list[DataFile]:
+                     rebalance: bool = False, known_rows: int | None = None, in_place: bool = False,
+                     by_file: bool = False) -> list[DataFile]:
     """Write `df` (columns named as the table's) into new data files and describe them.
 
     `rebalance` (row-level writes, whose rows come scattered over a join's shuffle partitions):
@@ -247,6 +249,11 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     `in_place`: each task writes the rows it holds, only sorted (they come grouped by data file
     from a merge-on-read delta write, whose tasks also write the delete files: see
     delete_writer.write_position_deletes_along).
+    `by_file` (rows read straight from the data files they rewrite, no shuffle in between): an
+    unpartitioned table's rows go to tasks by the file they were read from, as Iceberg Java's
+    copy-on-write UPDATE and DELETE cluster them by `_file`: each file's rows stay together and
+    in order, so a table clustered by a column stays clustered, and adaptive execution still
+    packs small files' rows into advisory-size tasks.
     """
     schema, spec = ctx.schema, ctx.spec
     with_ids = not schema.has_list_or_map()
@@ -257,7 +264,8 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     target = int(ctx.properties.get(props.WRITE_TARGET_FILE_SIZE_BYTES, props.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT))
     max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
     out = _distribute_and_sort(out, ctx, [F.col(quote(n)) for n, _, _ in folders], rebalance,
-                               one_task=known_rows is not None and known_rows <= max_records, in_place=in_place)
+                               one_task=known_rows is not None and known_rows <= max_records, in_place=in_place,
+                               by_file=by_file)
     nan_columns = _float_leaves(schema)
     observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
     if observation is not None:
@@ -281,10 +289,11 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
 
 
 def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column], rebalance: bool,
-                         one_task: bool = False, in_place: bool = False) -> DataFrame:
+                         one_task: bool = False, in_place: bool = False, by_file: bool = False) -> DataFrame:
     """Rows to tasks by `write.distribution-mode` (`hash`: by partition, the default for a
-    partitioned table; `range`: by partition and sort order; `none`: as they come), or all to
-    one task (`one_task`: every mode's layout for rows that fit one file), or left in their tasks
+    partitioned table; `range`: by partition and sort order; `none`: as they come; an
+    unpartitioned table's by the file read, `by_file`, or rebalanced), or all to one task
+    (`one_task`: every mode's layout for rows that fit one file), or left in their tasks
     (`in_place`), then each task sorts its rows by partition and the table's sort order, so every
     file is sorted by it."""
     keys = [_sort_key(f, ctx.schema) for f in ctx.sort_order.fields]
@@ -297,6 +306,11 @@ def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column
         distributed = out.repartitionByRange(*folders, *keys)
     elif folders and mode != "none":
         distributed = out.repartition(*folders)
+    elif by_file and not folders and mode != "none":
+        # the file's path hashed in the scan's task (a column of its own: Spark would otherwise carry
+        # the whole path through the shuffle to hash it there)
+        key = F.hash(F.input_file_name())
+        distributed = out.withColumn(_SOURCE_FILE, key).repartition(_SOURCE_FILE).drop(_SOURCE_FILE)
     elif rebalance and not folders and mode != "none":
         distributed = out.hint("rebalance")
     else:
