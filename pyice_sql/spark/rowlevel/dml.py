@@ -297,7 +297,7 @@ class RowLevelExecutor:
             if file_path is None:
                 return rows
             # the ordinal stays too: the delete writer keys its rows by it
-            return rows.withColumn(FILE_ORDINAL, F.col(FILE)).withColumn(FILE, file_path)
+            return rows.withColumns({FILE_ORDINAL: F.col(FILE), FILE: file_path})  # one analysis, not two
 
         merge_rows = None
         if merge_again:
