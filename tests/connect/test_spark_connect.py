@@ -27,7 +27,10 @@ pytestmark = pytest.mark.connect
 REPO = Path(__file__).resolve().parents[2]
 MODES = ("merge-on-read", "copy-on-write")
 # format v3 merge-on-read writes and reads deletion vectors through the Python UDF twins of the shim's codec
-DML_TABLES = [(f"t_{m[:3]}", m, 2) for m in MODES] + [("t_v3", "merge-on-read", 3)]
+# (table, write mode, format version, partitioned): the unpartitioned copy-on-write table takes the
+# writes that cluster rows by the file they were read from and by the MERGE's join
+DML_TABLES = ([(f"t_{m[:3]}", m, 2, True) for m in MODES] + [("t_v3", "merge-on-read", 3, True)]
+              + [("t_cow_unpartitioned", "copy-on-write", 2, False)])
 EXPECTED = [[2, "B", "2024-02-05"], [3, "m", "2024-01-06"], [4, "{x}", None], [9, "n", None]]
 
 
@@ -35,11 +38,11 @@ def _mode_props(mode: str) -> str:
     return f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', 'write.merge.mode'='{mode}'"
 
 
-def _dml(table: str, mode: str, version: int = 2) -> list[str]:
+def _dml(table: str, mode: str, version: int = 2, partitioned: bool = True) -> list[str]:
     props = f"{_mode_props(mode)}, 'format-version'='{version}'"
+    spec = "PARTITIONED BY (bucket(4, id), months(d)) " if partitioned else ""
     return [
-        f"CREATE TABLE {table} (id bigint, s string, d date) USING iceberg "
-        f"PARTITIONED BY (bucket(4, id), months(d)) TBLPROPERTIES ({props})",
+        f"CREATE TABLE {table} (id bigint, s string, d date) USING iceberg {spec}TBLPROPERTIES ({props})",
         f"INSERT INTO {table} VALUES (1, 'a', DATE '2024-01-05'), (2, 'b', DATE '2024-02-05'), "
         "(3, 'c', DATE '2024-01-06'), (4, '{x}', NULL)",
         f"DELETE FROM {table} WHERE id = 1",
@@ -167,7 +170,7 @@ def _time_travel(start: int) -> list[str]:
 
 
 def _head() -> list[str]:
-    return ["CREATE DATABASE local.db", *[s for t, m, v in DML_TABLES for s in _dml(f"local.db.{t}", m, v)],
+    return ["CREATE DATABASE local.db", *[s for t, m, v, p in DML_TABLES for s in _dml(f"local.db.{t}", m, v, p)],
             *MAINTENANCE,
             *BAD, *[s for m in MODES for s in _partitioned(f"local.db.p_{m[:3]}", m)]]
 
@@ -194,10 +197,11 @@ def _rows(result: dict) -> list:
     return sort_rows(result["rows"])
 
 
-@pytest.mark.parametrize("table,mode,version", DML_TABLES)
-def test_dml_on_spark_connect_gives_the_hand_computed_rows_and_java_reads_them(connect_run, table, mode, version):
+@pytest.mark.parametrize("table,mode,version,partitioned", DML_TABLES)
+def test_dml_on_spark_connect_gives_the_hand_computed_rows_and_java_reads_them(connect_run, table, mode, version,
+                                                                             partitioned):
     warehouse, by_sql = connect_run
-    steps = [by_sql[s] for s in _dml(f"local.db.{table}", mode, version)]
+    steps = [by_sql[s] for s in _dml(f"local.db.{table}", mode, version, partitioned)]
     assert [_rows(r)[0][0] for r in steps[2:5]] == [1, 1, 2]  # num_affected_rows of DELETE, UPDATE, MERGE
     assert _rows(steps[5]) == EXPECTED
     assert _rows(steps[6]) == [[4]]
