@@ -251,9 +251,9 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     delete_writer.write_position_deletes_along).
     `by_file` (rows read straight from the data files they rewrite, no shuffle in between): an
     unpartitioned table's rows go to tasks by the file they were read from, as Iceberg Java's
-    copy-on-write UPDATE and DELETE cluster them by `_file`: each file's rows stay together and
-    in order, so a table clustered by a column stays clustered, and adaptive execution still
-    packs small files' rows into advisory-size tasks.
+    copy-on-write UPDATE and DELETE cluster them by `_file`: each file's rows stay together (in
+    their order where one task reads the file), so a table clustered by a column stays
+    clustered, and adaptive execution still packs small files' rows into advisory-size tasks.
     """
     schema, spec = ctx.schema, ctx.spec
     with_ids = not schema.has_list_or_map()
