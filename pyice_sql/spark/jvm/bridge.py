@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import weakref
 import zipfile
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
@@ -192,16 +193,17 @@ class _Core:
         self.jar = jar
         self.loader = loader
         self._methods: dict[tuple[str, str, int], Any] = {}
+        self._statics: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        self._object_class = sc._jvm.java.lang.Object
         self.version = str(self.call("Shim", "version"))
 
     def call(self, cls: str, name: str, *args: Any) -> Any:
         from py4j.protocol import Py4JJavaError
 
-        jvm = self.sc._jvm
         try:
             if self.mode == "classpath":
-                return getattr(getattr(jvm.pyice.shim, cls), name)(*args)
+                return self._static(cls, name)(*args)
             return self._method(cls, name, len(args)).invoke(None, self._objects(args))
         except Py4JJavaError as e:
             raise _translate(e) from e
@@ -218,8 +220,16 @@ class _Core:
             return None if got is None else bytes(got)
         return base64.b64decode(_read_pieces(got))
 
+    def _static(self, cls: str, name: str) -> Any:
+        """A shim class's static method as a py4j member, looked up once: each step of
+        `jvm.pyice.shim.Cls.name` is a round trip to the JVM."""
+        member = self._statics.get((cls, name))
+        if member is None:
+            member = self._statics[(cls, name)] = getattr(getattr(self.sc._jvm.pyice.shim, cls), name)
+        return member
+
     def _objects(self, args: tuple) -> Any:
-        arr = self.sc._gateway.new_array(self.sc._jvm.java.lang.Object, len(args))
+        arr = self.sc._gateway.new_array(self._object_class, len(args))
         for i, a in enumerate(args):
             arr[i] = a
         return arr
@@ -261,8 +271,22 @@ def java_string_list(jvm: Any, items: Iterable[str]) -> Any:
         from py4j.java_collections import ListConverter
 
         return ListConverter().convert(items, jvm._gateway_client)
-    return jvm.java.util.regex.Pattern.compile("\0").splitAsStream("\0".join(items)).collect(
-        jvm.java.util.stream.Collectors.toList())
+    pattern, to_list = _splitter(jvm)
+    return pattern.splitAsStream("\0".join(items)).collect(to_list)
+
+
+_SPLITTERS: "weakref.WeakKeyDictionary[Any, tuple[Any, Any]]" = weakref.WeakKeyDictionary()
+
+
+def _splitter(jvm: Any) -> tuple[Any, Any]:
+    """The pattern and collector `java_string_list` uses, made once per gateway (reaching
+    `jvm.java.util.regex.Pattern` alone is four round trips)."""
+    client = jvm._gateway_client
+    found = _SPLITTERS.get(client)
+    if found is None:
+        found = _SPLITTERS[client] = (jvm.java.util.regex.Pattern.compile("\0"),
+                                      jvm.java.util.stream.Collectors.toList())
+    return found
 
 
 def _translate(e: Exception) -> Exception:
@@ -290,11 +314,21 @@ def _spark_context(spark: Any) -> Any:
     return sc
 
 
+# Classes pyspark reaches by simple name on every call (`jvm.functions` for each `F.col`, `F.lit`,
+# ...). py4j resolves a simple name by trying each of pyspark's package imports in turn, a failed
+# class lookup over the whole class path each (~0.2 ms): five for `functions`. Imported by full
+# name they resolve at once; the names mean the classes they meant.
+_HOT_CLASSES = ("org.apache.spark.sql.functions", "org.apache.spark.sql.SparkSession",
+                "org.apache.spark.api.python.PythonUtils")
+
+
 def _new_core(sc: Any) -> _Core:
-    from py4j.java_gateway import JavaClass
+    from py4j.java_gateway import JavaClass, java_import
 
     expected = shim_version()
     jvm = sc._jvm
+    for name in _HOT_CLASSES:
+        java_import(jvm, name)
     if isinstance(jvm.pyice.shim.Shim, JavaClass):
         core = _Core(sc, "classpath", None)
         if core.version != expected:
