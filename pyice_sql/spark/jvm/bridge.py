@@ -393,6 +393,11 @@ class ShimHandle:
         """The JSON of the JVM Dataset `frame`'s schema, fetched without py4j's wait on long answers."""
         return _read_pieces(self._call("Text", "schemaJson", frame))
 
+    def with_field_metadata(self, frame: Any, schema_json: str) -> Any:
+        """The JVM Dataset `frame`'s columns named by the fields of `schema_json`, renamed and given
+        their metadata (field ids), built in one call (Frames.java)."""
+        return self._call("Frames", "withFieldMetadata", frame, schema_json)
+
     def joined(self, items: Any, separator: str) -> str:
         """The JVM String[] `items` joined by `separator`, fetched without py4j's wait on long answers."""
         return _read_pieces(self._call("Text", "joined", items, separator))

@@ -29,7 +29,9 @@ from pyice_sql.core.model.default_values import read_as_initial_default
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
+from pyice_sql.core.sql.dialect import quote_identifier as quote
 from pyice_sql.spark.connect_backend import is_connect
+from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.file_keys import live_rows, lookup_facts, scan_keys
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
@@ -145,7 +147,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         empty = empty_frame(spark, schema, with_metadata, file_facts, file_ordinal)
         return empty.withColumn(live_flag, F.lit(True)) if live_flag else empty
     with_ids = not schema.has_list_or_map()
-    columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in schema.fields]
+    names = [quote(f.name) for f in schema.fields]
     # keyed by path and offset: the deletion vectors of several data files share one Puffin file
     deletes = {(d.data_file.file_path, d.data_file.content_offset): d for t in tasks for d in t.deletes}
     # per distinct written schema (tasks share a few): the file's column types, and the columns
@@ -161,20 +163,23 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     row_identity = with_metadata or bool(deletes)
     # the row's file: its size and Spark's spelling of its path (file_keys.scan_keys picks the key;
     # the path is pruned from the scan when unused)
-    row_id = [F.col("_metadata.file_path").alias(_SPARK_PATH), F.col("_metadata.file_size").alias(_FILE_SIZE),
-              F.col("_metadata.row_index").alias(POS_COL)]
+    row_id = [f"_metadata.file_path AS {_SPARK_PATH}", f"_metadata.file_size AS {_FILE_SIZE}",
+              f"_metadata.row_index AS {POS_COL}"]
     parts: list[tuple[DataFrame, list[str]]] = []
     frames = []
     for (read_schema, defaulted), paths in groups.items():
         part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
         if read_schema is None and not defaulted and not (row_identity or live_flag) and len(groups) == 1:
             return part
-        cols = columns if read_schema is None else [
-            c.cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for c, f in zip(columns, schema.fields)]
+        parts.append((part, paths))
+        if read_schema is None and not defaulted:  # as written: the columns by name, in one round trip
+            frames.append(select_sql(part, names + (row_id if row_identity else [])))
+            continue
+        cols = [F.col(n) for n in names] if read_schema is None else [
+            F.col(n).cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for n, f in zip(names, schema.fields)]
         cols = [F.expr(default_sql(f.type, f.initial_default, f.name).sql(dialect="spark")).alias(f.name)
                 if f.field_id in defaulted else c for c, f in zip(cols, schema.fields)]
-        parts.append((part, paths))
-        frames.append(part.select(*cols, *(row_id if row_identity else [])))
+        frames.append(part.select(*cols, *[F.expr(e) for e in (row_id if row_identity else [])]))
     data = functools.reduce(DataFrame.union, frames)
     if not row_identity and not live_flag:
         return data
@@ -216,8 +221,9 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     if eq_deletes:
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
-    return data.select(*columns, *meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []),
-                       *([FILE_ORDINAL_COL] if file_ordinal else []), *([live_flag] if live_flag else []))
+    return select_sql(data, names + [quote(c) for c in (
+        *meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []), *([FILE_ORDINAL_COL] if file_ordinal else []),
+        *([live_flag] if live_flag else []))])
 
 
 def _promoted_read_schema(schema: Schema, written: Schema | None) -> Schema | None:

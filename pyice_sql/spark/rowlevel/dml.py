@@ -55,6 +55,7 @@ from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.file_keys import paths_by_ordinal
 from pyice_sql.spark.read.reader import FILE_ORDINAL_COL, METADATA_COLUMNS, read_tasks
 from pyice_sql.spark.read.row_lineage import read_with_lineage
+from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
 from pyice_sql.spark.schema import frame_schema, schema_to_spark
@@ -319,8 +320,8 @@ class RowLevelExecutor:
             read_twice(tagged)
         lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
-                          lambda rows: enforce_not_null(table, rows.select(*[quote(f.name) for f in schema.fields],
-                                                                           *lineage)),
+                          lambda rows: enforce_not_null(table, select_sql(
+                              rows, [quote(n) for n in (*(f.name for f in schema.fields), *lineage)])),
                           (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
                           if by_predicate else None, merge_rows, file_ordinals=file_path is not None,
                           read_twice=read_twice,

@@ -41,6 +41,9 @@ from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.sort_order import DESC, NULLS_FIRST, UNSORTED, SortOrder
+from pyice_sql.spark.connect_backend import is_connect
+from pyice_sql.spark.frames import select_sql
+from pyice_sql.spark.jvm.bridge import load_shim
 from pyice_sql.spark.observations import observed_metrics
 from pyice_sql.spark.schema import FIELD_ID_KEY, frame_schema, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
@@ -70,9 +73,30 @@ class WriteContext:
     sort_order: SortOrder = UNSORTED  # the table's write order: files are sorted by it and record its id
 
 
-def cast_to_schema(df: DataFrame, fields: tuple[it.NestedField, ...], with_ids: bool) -> list[Column]:
-    """Columns of `df` cast to the Iceberg fields' Spark types, tagged with field ids."""
+def to_table_columns(df: DataFrame, fields: tuple[it.NestedField, ...], with_ids: bool) -> DataFrame:
+    """`df`'s columns of the Iceberg fields, cast to their Spark types and tagged with field ids.
+    Where every column has its field's type already and none is a struct (whose fields carry ids
+    of their own), as in row-level writes, the projection is built in one step: by the shim, or
+    as SQL text without ids (spark/frames.py), not several round trips per column."""
     types = {f.name.lower(): f.dataType for f in frame_schema(df).fields}
+    if all(f.name.lower() in types and not isinstance(types[f.name.lower()], T.StructType)
+           and _nullable(types[f.name.lower()]) == _nullable(to_spark_type(f.type, with_ids=False)) for f in fields):
+        if not with_ids:
+            return select_sql(df, [f"{quote(f.name)} AS {quote(f.name)}" for f in fields])
+        if not is_connect(df.sparkSession):
+            target = T.StructType([T.StructField(f.name, to_spark_type(f.type), True, {FIELD_ID_KEY: f.field_id})
+                                   for f in fields])
+            shim = load_shim(df.sparkSession)
+            return type(df)(shim.with_field_metadata(df._jdf, target.json()), df.sparkSession)
+    return df.select(*cast_to_schema(df, fields, with_ids, types))
+
+
+def cast_to_schema(df: DataFrame, fields: tuple[it.NestedField, ...], with_ids: bool,
+                   types: dict[str, T.DataType] | None = None) -> list[Column]:
+    """Columns of `df` cast to the Iceberg fields' Spark types, tagged with field ids (`types`:
+    `df`'s column types by lower-case name, when the caller has them)."""
+    if types is None:
+        types = {f.name.lower(): f.dataType for f in frame_schema(df).fields}
     out = []
     for f in fields:
         col = _cast_value(F.col(quote(f.name)), f.type, with_ids, types.get(f.name.lower()))
@@ -97,6 +121,7 @@ def _cast_value(col: Column, t: it.IcebergType, with_ids: bool, source: T.DataTy
 
 
 def _nullable(t: T.DataType) -> T.DataType:
+    """`t` with every level nullable, struct fields without metadata."""
     if isinstance(t, T.StructType):
         return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
     if isinstance(t, T.ArrayType):
@@ -109,21 +134,20 @@ def _nullable(t: T.DataType) -> T.DataType:
 def enforce_not_null(table, df: DataFrame) -> DataFrame:
     """Fail the write job on a NULL in a required column or required nested field (struct field,
     list element, map value, at any depth): checked inline, no extra pass, values left as they are.
-    Columns after the table's (v3 row lineage) pass through."""
-    cols = []
+    Only the columns with a rule are replaced; the others (and v3 row lineage) pass through."""
+    replaced = {}
     for f in table.metadata.schema().fields:
-        c = F.col(quote(f.name))
         rules = ([((f.name,), _is_null)] if f.required else []) + _null_rules(f.type, (f.name,))
         if rules:
+            c = F.col(quote(f.name))
             checked = None
             for path, violated in rules:
                 what = "column" if len(path) == 1 else "field"
                 error = F.raise_error(F.lit(
                     f"NOT NULL violation: NULL value for required {what} {'.'.join(path)} of {table.full_name}"))
                 checked = F.when(violated(c), error) if checked is None else checked.when(violated(c), error)
-            c = checked.otherwise(c)
-        cols.append(c.alias(f.name))
-    return df.select(*cols, *[F.col(quote(c)) for c in frame_schema(df).names[len(cols):]])
+            replaced[f.name] = checked.otherwise(c)
+    return df.withColumns(replaced) if replaced else df
 
 
 def _null_rules(t: it.IcebergType, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Callable[[Column], Column]]]:
@@ -230,6 +254,8 @@ def proleptic_calendar(spark: SparkSession) -> Iterator[None]:
                 conf.set(k, v)
 
 
+_NAN_COUNTS = "nan_counts"  # the write's observed metric: NaN values per float column
+
 # Spark's `_SUCCESS` file would sit in the table's data folder referenced by nothing (an orphan).
 NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
 
@@ -257,7 +283,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     """
     schema, spec = ctx.schema, ctx.spec
     with_ids = not schema.has_list_or_map()
-    out = df.select(*cast_to_schema(df, schema.fields, with_ids))
+    out = to_table_columns(df, schema.fields, with_ids)
     folders = partition_folder_sql(spec, schema)
     for name, text_sql, _ in folders:
         out = out.withColumn(name, F.expr(text_sql))
@@ -269,9 +295,11 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     nan_columns = _float_leaves(schema)
     observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
     if observation is not None:
-        out = out.observe(observation, *[
-            F.sum(F.when(F.isnan(F.col(".".join(quote(p) for p in path))), 1).otherwise(0)).alias(str(fid))
-            for fid, path in nan_columns.items()])
+        # one array of the counts, in `nan_columns`' order, as SQL text: a fixed number of round
+        # trips to the JVM, not several per float column (spark/frames.py)
+        counts = ", ".join(f"sum(CASE WHEN isnan({'.'.join(quote(p) for p in path)}) THEN 1 ELSE 0 END)"
+                           for path in nan_columns.values())
+        out = out.observe(observation, F.expr(f"array({counts}) AS {_NAN_COUNTS}"))
     codec = ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
@@ -335,8 +363,9 @@ def _float_leaves(schema: Schema) -> dict[int, tuple[str, ...]]:
 
 
 def _with_nan_counts(files: list[DataFile], totals: dict, columns: dict[int, tuple[str, ...]]) -> list[DataFile]:
-    """NaN counts per file from the job's totals where they are exact: all zero, or one file."""
-    known = {fid: int(totals[str(fid)] or 0) for fid in columns if str(fid) in totals}
+    """NaN counts per file from the job's totals (an array in `columns`' order) where they are
+    exact: all zero, or one file."""
+    known = {fid: int(n or 0) for fid, n in zip(columns, totals.get(_NAN_COUNTS) or ())}
     nan_counts = known if len(files) == 1 else {fid: 0 for fid, n in known.items() if n == 0}
     return [replace(f, nan_value_counts=dict(nan_counts)) for f in files] if nan_counts else files
 
