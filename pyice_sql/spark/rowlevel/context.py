@@ -115,7 +115,7 @@ def write_new_rows(w: RowLevelWrite, write: Callable[[DataFrame, int | None], li
     one task. Otherwise they are observed by this write itself."""
     if not w.writes_rows:
         return [], {}
-    rows = w.tagged.where(F.col(OP).isin(UPDATE, INSERT))
+    rows = w.tagged.where(new_row())
     counted = observed(counts, dict) if counts is not None else {}
     if counted:
         new = (counted["updated"] or 0) + (counted["inserted"] or 0)
@@ -151,8 +151,15 @@ def new_row_counts(tagged: DataFrame) -> dict:
     return {"updated": row["updated"] or 0, "inserted": row["inserted"] or 0}
 
 
+# Written as SQL text: one round trip to the JVM each, where the Column API takes a dozen
+# (spark/frames.py); they are built several times per statement.
 def acting() -> Column:
-    return F.col(OP).isin(DELETE, UPDATE)
+    return F.expr(f"{OP} IN ({DELETE}, {UPDATE})")
+
+
+def new_row() -> Column:
+    """The row is written as a new row: an update's new values, or an insert."""
+    return F.expr(f"{OP} IN ({UPDATE}, {INSERT})")
 
 
 def matched(plan: RowLevelPlan) -> Column:
@@ -160,7 +167,7 @@ def matched(plan: RowLevelPlan) -> Column:
 
 
 def op_count(op: int) -> Column:
-    return F.sum(F.when(F.col(OP) == op, 1).otherwise(0))
+    return F.expr(f"sum(CASE WHEN {OP} = {op} THEN 1 ELSE 0 END)")
 
 
 def file_scoped_deletes(task: FileScanTask):

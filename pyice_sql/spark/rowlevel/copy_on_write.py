@@ -39,7 +39,7 @@ from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import read_tasks
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
 from pyice_sql.spark.rowlevel.context import (
-    RowLevelWrite, Written, acting, matched, new_row_counts, observed, op_count,
+    RowLevelWrite, Written, acting, matched, new_row, new_row_counts, observed, op_count,
 )
 from pyice_sql.spark.write.data_writer import quote, write_data_files
 
@@ -105,7 +105,7 @@ def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), ["_file", "_pos"], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields]))
-    new_rows = w.table_rows(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)))
+    new_rows = w.table_rows(w.tagged.where(new_row()))
     return write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
 
 

@@ -11,16 +11,13 @@ Deletion vectors of the rewritten files are removed by the commit with the files
 """
 from __future__ import annotations
 
-from pyspark.sql import functions as F
-
 from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
-from pyice_sql.core.plan.nodes import INSERT, UPDATE
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import FILE_COL, POS_COL
 from pyice_sql.spark.read.row_lineage import read_with_lineage
-from pyice_sql.spark.rowlevel.compile.merge_rows import OP, ROW_ID
-from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written
+from pyice_sql.spark.rowlevel.compile.merge_rows import ROW_ID
+from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, new_row
 from pyice_sql.spark.rowlevel.copy_on_write import changed_rows, read_straight, write_copy_on_write
 from pyice_sql.spark.write.data_writer import quote
 from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
@@ -38,5 +35,5 @@ def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask]) -> li
     copies = (read_with_lineage(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), [FILE_COL, POS_COL], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields], *LINEAGE_COLUMNS))
-    new_rows = with_row_ids(w.tagged.where(F.col(OP).isin(UPDATE, INSERT)), ROW_ID)
+    new_rows = with_row_ids(w.tagged.where(new_row()), ROW_ID)
     return write_with_lineage(w.table_rows(new_rows).unionByName(copies), w.write)

@@ -25,12 +25,12 @@ import uuid
 
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
-from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.core.plan.nodes import DELETE, INSERT
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS
 from pyice_sql.spark.rowlevel.context import (
     CARDINALITY_MARKER, RowLevelWrite, Written, acting, counting_new_rows, deleted_count, file_scoped_deletes,
-    matched, new_row_counts, observed, op_count, write_new_rows,
+    matched, new_row, new_row_counts, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import write_data_files
 from pyice_sql.spark.write.delete_writer import (
@@ -90,7 +90,7 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     """The delete files and the new rows' data files, written by the same tasks (one job)."""
     check = w.checks_cardinality
     tagged, counts = counting_new_rows(w)
-    new = F.col(OP).isin(UPDATE, INSERT)
+    new = new_row()
     rows = tagged.where(acting() | new | matched(w.plan) if check else acting() | new).select(
         "*", F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.lit(False).alias(OLD))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
