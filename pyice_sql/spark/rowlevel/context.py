@@ -151,7 +151,7 @@ def new_row_counts(tagged: DataFrame) -> dict:
     return {"updated": row["updated"] or 0, "inserted": row["inserted"] or 0}
 
 
-# Written as SQL text: one round trip to the JVM each, where the Column API takes a dozen
+# Written as SQL text: two round trips to the JVM each, where the Column API takes 10-20
 # (spark/frames.py); they are built several times per statement.
 def acting() -> Column:
     return F.expr(f"{OP} IN ({DELETE}, {UPDATE})")
