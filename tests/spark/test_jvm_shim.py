@@ -470,8 +470,18 @@ _FRESH_JVM_SCRIPT = textwrap.dedent("""
     dv = (spark.range(0, 1, 1, 1).selectExpr("pyice_dv_serialize(array(id + 6, id + 1, id + 4)) b")
           .selectExpr("hex(b) b", "pyice_dv_positions(b, 0, length(b), 3, 'x.puffin') p").collect()[0])
     direct = type(spark._jvm.pyice.shim.Shim).__name__ == "JavaClass"
+    import pyice_sql
+    ice = pyice_sql.connect(spark, warehouse=out + "/wh")
+    ice.sql("CREATE TABLE local.db.t (id bigint) USING iceberg "
+            "TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    ice.sql("INSERT INTO local.db.t SELECT id FROM range(0, 20)")
+    ice.sql("DELETE FROM local.db.t WHERE id % 3 = 0")
+    scan = ice.sql("SELECT id FROM local.db.t")
+    plan = scan._jdf.queryExecution().optimizedPlan().toString()
     print("RESULT " + json.dumps({
         "mode": shim.mode, "direct": direct, "rows": stats["rowCount"], "buckets": list(row),
+        "live": sorted(r.id for r in scan.collect()),
+        "filter": "function" if ".invoke" in plan else "udf" if "UDF" in plan else plan,
         "dv": [dv.b.lower(), dv.p],
         "write": [shim.write_new(out + "/f", b"1"), shim.write_new(out + "/f", b"2")],
         "rename": [shim.write_new(out + "/g", b"3"), shim.rename_no_overwrite(out + "/g", out + "/f")],
@@ -494,5 +504,8 @@ def test_other_load_path_in_fresh_jvm(spark, shim, tmp_path):
     result = json.loads(lines[-1][len("RESULT "):])
     assert result == {"mode": mode, "direct": mode == "classpath", "rows": 10,
                       "buckets": [(2017239379 & MASK) % 16, (1210000089 & MASK) % 16],
+                      # the position-delete filter: Spark loads the shim's function catalog by name
+                      # only when the jar is on its class path; a loaded shim keeps the UDF
+                      "live": [i for i in range(20) if i % 3], "filter": "function" if mode == "classpath" else "udf",
                       "dv": [serialize_positions([1, 4, 6]).hex(), [1, 4, 6]],
                       "write": [True, False], "rename": [True, False], "long": [True, True]}

@@ -1,8 +1,8 @@
 """Position deletes and deletion vectors applied inside the scan tasks (PositionDeleteFilter.java).
 
 A merge-on-read DELETE leaves delete files (v2: Parquet position delete files, v3: deletion
-vectors); the scan then filters rows with the shim's UDF instead of joining them with the delete
-rows. Rows name their file by its size where no other scanned file has that size, else by the
+vectors); the scan then filters rows with the shim's function (or UDF) instead of joining them
+with the delete rows. Rows name their file by its size where no other scanned file has that size, else by the
 hash of its path (file_keys.py); both are checked, and the string joins the reader falls back to.
 Checked against hand-computed row sets, on the
 plan (no anti-join), and on failures: a damaged delete file fails the read naming the file, a
@@ -58,6 +58,19 @@ def _assert_sizes_distinct(ice):
     assert len(set(sizes)) == len(sizes), f"the fixture's data files must differ in size: {sizes}"
 
 
+def _plan_text(df) -> str:
+    """The optimized plan with every expression in full: a function called through the shim's
+    catalog prints as `target.invoke`, without its arguments, in the plan's own string."""
+    nodes, texts = [df._jdf.queryExecution().optimizedPlan()], []
+    while nodes:
+        node = nodes.pop()
+        texts.append(node.simpleString(100))
+        exprs, children = node.expressions(), node.children()
+        texts += [exprs.apply(i).treeString() for i in range(exprs.size())]
+        nodes += [children.apply(i) for i in range(children.size())]
+    return "\n".join(texts)
+
+
 def _assert_keyed_by(kind: str, plan: str) -> None:
     if kind == "size":
         assert "file_size" in plan and "xxhash64" not in plan and "file_path" not in plan
@@ -78,9 +91,12 @@ def test_rows_removed_by_position_deletes_stay_removed(table, file_key_kind):
 
 def test_the_scan_filters_in_its_tasks_instead_of_joining(table):
     _assert_sizes_distinct(table)
-    plan = table.sql("SELECT id FROM local.db.t")._jdf.queryExecution().optimizedPlan().toString()
+    plan = _plan_text(table.sql("SELECT id FROM local.db.t"))
     assert "LeftAnti" not in plan
     _assert_keyed_by("size", plan)
+    # called with primitive arguments through the shim's function catalog, not as a (boxing) UDF;
+    # a shim loaded into a running session keeps the UDF (test_jvm_shim's fresh-JVM test)
+    assert "PositionDeleteFilter" in plan and ".invoke" in plan and "UDF" not in plan
 
 
 def test_rows_keep_their_file_and_position_under_the_file_key_join(table, file_key_kind):
@@ -93,7 +109,7 @@ def test_rows_keep_their_file_and_position_under_the_file_key_join(table, file_k
     _assert_sizes_distinct(ice)
     t = ice.catalogs["local"].load_table(TableIdentifier(("db",), "t"))
     rows, plan = scan(ice.spark, t, with_metadata=True)
-    _assert_keyed_by(file_key_kind, rows._jdf.queryExecution().optimizedPlan().toString())
+    _assert_keyed_by(file_key_kind, _plan_text(rows))
     scanned = {(r["_file"], r["_pos"]): r["id"] for r in rows.select("_file", "_pos", "id").collect()}
     physical = {}
     for task in plan.tasks:
@@ -167,7 +183,7 @@ def test_files_of_equal_size_are_keyed_by_path_and_read_exactly(ice, with_metada
     assert len(set(sizes)) < len(sizes) and any(sizes.count(s) == 1 for s in sizes)
     rows, plan = scan(ice.spark, ice.catalogs["local"].load_table(TableIdentifier(("db",), "t")),
                       with_metadata=with_metadata)
-    _assert_keyed_by("size and path", rows._jdf.queryExecution().optimizedPlan().toString())
+    _assert_keyed_by("size and path", _plan_text(rows))
     collected = rows.collect()
     assert sorted(r.id for r in collected) == sorted(2 * [i for i in range(50) if i % 7] + [1000])
     if with_metadata:

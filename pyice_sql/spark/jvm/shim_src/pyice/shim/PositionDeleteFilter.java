@@ -1,6 +1,8 @@
 package pyice.shim;
 
 import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -14,7 +16,11 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.api.java.UDF2;
+import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
+import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
@@ -24,7 +30,8 @@ import org.apache.spark.sql.types.StructType;
  * them, so a merge-on-read scan needs no job to read the delete rows, no hash table built on the driver and
  * broadcast, and no join probed with a long path string per row.
  *
- * <p>The filter is a Spark SQL UDF over {@code (key, _metadata.row_index)}, true for a live row, where the key names
+ * <p>The filter is a Spark SQL function over {@code (key, _metadata.row_index)}, true for a live row (called through
+ * {@link ShimFunctions} with primitive arguments, or as a UDF where that catalog cannot load), where the key names
  * the row's data file as a long: {@code _metadata.file_size} where no other scanned file has that size (a long
  * Spark already holds per file), else {@code xxhash64(_metadata.file_path)}, for which {@link #fileKeys} computes
  * the key of every planned file on the driver (with Spark's own {@code xxhash64}, over a local relation: no job)
@@ -37,8 +44,9 @@ import org.apache.spark.sql.types.StructType;
  * previous deletes into its new delete file or deletion vector: they ask once per data file the statement
  * changed, in the write tasks, so the previous deletes of untouched files are never read.
  */
-public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
+public final class PositionDeleteFilter implements UnboundFunction, ScalarFunction<Boolean>, Serializable {
     private static final long serialVersionUID = 1L;
+    private static final DataType[] INPUT_TYPES = {DataTypes.LongType, DataTypes.LongType};
     private static final String RECORD = "\u0000";
 
     private final DeleteLoader deletes;
@@ -58,7 +66,9 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
     public static Column liveRows(SparkSession spark, String spec, Configuration conf, Column key, Column pos)
             throws IOException {
         PositionDeleteFilter filter = new PositionDeleteFilter(DeleteLoader.ship(spark, spec, conf));
-        return functions.udf(filter, DataTypes.BooleanType).apply(key, pos);
+        String name = ShimFunctions.register(spark, filter);
+        return name != null ? functions.call_function(name, key, pos)
+            : functions.udf(new AsUdf(filter), DataTypes.BooleanType).apply(key, pos);
     }
 
     /**
@@ -97,9 +107,43 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
     }
 
     @Override
-    public Boolean call(Long key, Long pos) throws IOException {
+    public BoundFunction bind(StructType inputType) {
+        return this;
+    }
+
+    @Override
+    public DataType[] inputTypes() {
+        return INPUT_TYPES;
+    }
+
+    @Override
+    public DataType resultType() {
+        return DataTypes.BooleanType;
+    }
+
+    @Override
+    public boolean isResultNullable() {
+        return false;
+    }
+
+    @Override
+    public String name() {
+        return "live_rows";
+    }
+
+    @Override
+    public String description() {
+        return "live_rows(file key, row position): false for a row a position delete or deletion vector removes";
+    }
+
+    /** The row's liveness, called by Spark's generated code with primitive arguments. */
+    public boolean invoke(long key, long pos) {
         if (current == null || key != currentKey) {
-            current = deletes.positions(key);
+            try {
+                current = deletes.positions(key);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
             currentKey = key;
             cursor = 0;
         }
@@ -121,6 +165,21 @@ public final class PositionDeleteFilter implements UDF2<Long, Long, Boolean> {
         }
         cursor = i;
         return i == deleted.length || deleted[i] != p;
+    }
+
+    /** The filter as a UDF, where {@link ShimFunctions} cannot be loaded by Spark. */
+    private static final class AsUdf implements UDF2<Long, Long, Boolean> {
+        private static final long serialVersionUID = 1L;
+        private final PositionDeleteFilter filter;
+
+        AsUdf(PositionDeleteFilter filter) {
+            this.filter = filter;
+        }
+
+        @Override
+        public Boolean call(Long key, Long pos) {
+            return filter.invoke(key, pos);
+        }
     }
 
     /** The UDF of {@link #deletedPositions}. */
