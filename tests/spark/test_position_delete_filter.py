@@ -194,6 +194,27 @@ def test_files_of_equal_size_are_keyed_by_path_and_read_exactly(ice, with_metada
         assert {r["_file"] for r in collected} == {t.file.file_path for t in plan.tasks}
 
 
+def test_the_scan_compiles_once_whatever_sizes_its_files_share(ice):
+    """Spark compiles each distinct generated code once per JVM. Two tables whose files share
+    different sizes scan with the same code: the shared sizes are not written into it (as an
+    `IN` list's literals were, so that every statement after one that wrote two files of one size
+    compiled its scan's stage again). Truth: Spark's own count of compilations, and the rows."""
+    counter = ice.spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
+    for name, n in (("a", 50), ("b", 70)):
+        ice.sql(f"CREATE TABLE local.db.{name} (id bigint) USING iceberg TBLPROPERTIES ({_mor(2)})")
+        for _ in range(2):  # the same rows twice: two files of one size, another per table
+            ice.sql(f"INSERT INTO local.db.{name} SELECT id FROM range(0, {n}) ORDER BY id")
+        ice.sql(f"DELETE FROM local.db.{name} WHERE id % 7 = 0")
+    assert sorted(r.id for r in ice.sql("SELECT id FROM local.db.a").collect()) == sorted(
+        2 * [i for i in range(50) if i % 7])
+    compiled = counter.getCount()
+    rows = ice.sql("SELECT id FROM local.db.b")
+    _assert_keyed_by("size and path", _plan_text(rows))
+    assert sorted(r.id for r in rows.collect()) == sorted(2 * [i for i in range(70) if i % 7])
+    assert counter.getCount() == compiled
+
+
 def _sizes_one_byte_off(monkeypatch):
     """Every planned size one byte off: as if each file on storage differed from its manifest."""
     from pyice_sql.spark.read import reader

@@ -9,7 +9,8 @@ So rows carry a long that names their file (`scan_keys`):
   10M rows of 100 files: +0.4 s of task time over a plain read, against +1.0 s for the hash of
   the path). The manifests' `file_size_in_bytes` are the keys.
 - else Spark's own `xxhash64` of the spelling, computed natively for the rows of those files
-  only (a `CASE` on the size: referencing the path there cost a plain size key's time, measured);
+  only (a `CASE` on the size, against an array literal so that the generated code does not change
+  with the sizes: referencing the path there cost a plain size key's time, measured);
   the JVM shim computes the same key of each such file on the driver (over a local relation: no
   job).
 The keys of a scan must all differ, or the caller keeps the string joins, so a collision can
@@ -89,7 +90,12 @@ def scan_keys(spark: SparkSession, tasks: list[FileScanTask], spellings: Callabl
             return None
         for i, h in zip(hashed, hashes):
             keys[i] = h
-        column = F.when(size.isin(sorted(shared)), file_key(path)).otherwise(size)
+        # the shared sizes as one array literal, not an IN list: Spark writes an IN's literals into
+        # the generated code, so each new set of sizes compiled the scan's stage again (30-95 ms a
+        # stage, on every statement after one that wrote two files of one size); an array literal
+        # is passed by reference and the code stays the same
+        shared_sizes = F.expr("array(" + ", ".join(f"{s}L" for s in sorted(shared)) + ")")
+        column = F.when(F.array_contains(shared_sizes, size), file_key(path)).otherwise(size)
     return (keys, column) if len(set(keys)) == len(keys) else None
 
 
