@@ -46,7 +46,6 @@ DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545
 _KEY = "__path_key"
 _SPARK_PATH = "__spark_path"  # `_metadata.file_path` as Spark reports it
 _FILE_SIZE = "__file_size"  # `_metadata.file_size`
-_FILE_KEY = "__file_key"  # the row's file as a long: its size, or the hash of its path (file_keys.py)
 # the facts of a scanned row's data file, by which it is written back (`_file`, `_spec_id`,
 # `_partition`), its position deletes joined (`__path_key`), its equality deletes scoped (`_seq`)
 # and its row ids inherited (`__first_row_id`)
@@ -194,28 +193,36 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     # are distinct, else a small table joined on the path; a position-delete join then matches rows
     # by their `__path_key`, so it needs no table of its own
     keyed = with_metadata or bool(eq_deletes)
-    keys = None
+    keys = key = None
     if row_identity:
         found = scan_keys(spark, tasks, spellings, F.col(_FILE_SIZE), F.col(_SPARK_PATH))
         if found is not None:
             keys, key = found
-            data = data.withColumn(_FILE_KEY, key)
-    live = live_rows(spark, tasks, keys, F.col(_FILE_KEY), F.col(POS_COL)) if pos_deletes and keys else None
+    # the columns over the row's file key (the live flag, the facts), added in one projection: every
+    # DataFrame operation is an analysis of the whole plan on the driver (~10-15 ms each)
+    added: list[Column] = []
+    live = live_rows(spark, tasks, keys, key, F.col(POS_COL)) if pos_deletes and keys else None
     if live is not None:
-        data, pos_deletes = (data.withColumn(live_flag, live) if live_flag else data.where(live)), []
+        pos_deletes = []
+        if live_flag:
+            added.append(live.alias(live_flag))
+        else:
+            data = data.where(live)
     elif live_flag:
-        data = data.withColumn(live_flag, F.lit(True))  # deletes (if any) are applied by the joins below
+        added.append(F.lit(True).alias(live_flag))  # deletes (if any) are applied by the joins below
     if keyed:
         facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
                   t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)]
         looked_up = lookup_facts(spark, dict(zip(keys, facts)), [f.dataType.simpleString() for f in _FACTS],
-                                 F.col(_FILE_KEY)) if keys is not None else None
+                                 key) if keys is not None else None
         if looked_up is not None:
-            data = data.select("*", *[c.alias(f.name) for c, f in zip(looked_up, _FACTS)])
+            added += [c.alias(f.name) for c, f in zip(looked_up, _FACTS)]
         else:
             files = local_rows(spark, [(spellings()[t.file.file_path], *f) for t, f in zip(tasks, facts)],
                                T.StructType([T.StructField(_SPARK_PATH, T.StringType()), *_FACTS]))
             data = data.join(F.broadcast(files), _SPARK_PATH)
+    if added:
+        data = data.select("*", *added)
     if pos_deletes:
         data = _apply_position_deletes(spark, data, pos_deletes, spellings(), keyed)
     if eq_deletes:
