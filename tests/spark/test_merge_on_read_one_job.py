@@ -145,3 +145,68 @@ def test_a_failing_one_job_write_leaves_the_table_and_its_folder_as_they_were(ic
     with pytest.raises(PyIceError):
         ice.sql(sql).collect()
     assert files_under(location) == files and _rows(ice) == rows
+
+
+def _scan_stages(plan: str) -> list[list[str]]:
+    """Each table scan's way up to its shuffle in a formatted physical plan (the final plan when
+    adaptive): the nodes above the scan, nearest first, up to the exchange."""
+    tree = plan.split("== Final Plan ==")[-1].split("== Initial Plan ==")[0].split("\n\n")[0].splitlines()
+    ways = []
+    for i, line in enumerate(tree):
+        if "Scan parquet" not in line:
+            continue
+        indent, way = line.index("Scan"), []
+        for above in reversed(tree[:i]):
+            node = above.lstrip(" +-:")
+            start = len(above) - len(node)
+            if node and start < indent:
+                indent = start
+                if node.startswith(("Exchange", "ShuffleQueryStage", "BroadcastExchange")):
+                    break
+                way.append(node)
+        ways.append(way)
+    return ways
+
+
+def _last_execution(ice) -> int:
+    executions = ice.spark._jsparkSession.sharedState().statusStore().executionsList()
+    return executions.apply(executions.size() - 1).executionId() if executions.size() else -1
+
+
+def _plans_since(ice, last: int) -> list[str]:
+    """The physical plans of the SQL executions after execution `last`, newest first."""
+    executions = ice.spark._jsparkSession.sharedState().statusStore().executionsList()
+    plans = []
+    for i in range(executions.size() - 1, -1, -1):
+        e = executions.apply(i)
+        if e.executionId() <= last:
+            break
+        plans.append(e.physicalPlanDescription())
+    return plans
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE local.db.t SET v = 'u' WHERE id % 10 = 1",
+    "DELETE FROM local.db.t WHERE id % 10 = 2",
+    "MERGE INTO local.db.t t USING (SELECT id FROM range(0, 300, 7)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'm'",
+])
+def test_the_scan_runs_in_one_generated_stage_up_to_its_shuffle(ice, sql):
+    """The statement's counts are observed after the shuffle: Spark cannot generate code through
+    an observation (CollectMetrics), which split the scan's stage in two or three, each compiled
+    (and evicted from Spark's 100-class cache by a mixed workload) on its own."""
+    from pyice_sql.spark.connect_backend import is_connect
+    if is_connect(ice.spark):
+        pytest.skip("Spark Connect: no shim, and the plans are the server's")
+    _table(ice, partitioned="")
+    before = _last_execution(ice)
+    out = ice.sql(sql).collect()[0]
+    plans = _plans_since(ice, before)
+    ways = [way for p in plans for way in _scan_stages(p)]
+    assert ways, plans
+    for way in ways:  # every node between the scan and its shuffle is in the generated stage (`*`)
+        assert way and all(node.startswith("* ") for node in way), way
+    hit = {"UPDATE": range(1, 300, 10), "DELETE": range(2, 300, 10), "MERGE": range(0, 300, 7)}[sql.split()[0]]
+    assert out.num_affected_rows == len(hit)
+    expected = {i: "u" if sql.startswith("UPDATE") else "m" for i in hit} if not sql.startswith("DELETE") else {}
+    assert _rows(ice) == {(i, i % 3, expected.get(i, f"r{i}")) for i in range(300)
+                          if not (sql.startswith("DELETE") and i in hit)}

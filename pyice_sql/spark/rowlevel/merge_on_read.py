@@ -25,7 +25,7 @@ import uuid
 
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
-from pyice_sql.core.plan.nodes import DELETE, INSERT
+from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS
 from pyice_sql.spark.rowlevel.context import (
@@ -54,7 +54,8 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
         return _write_in_one_job(w, targets, folded, in_tasks)
     if w.writes_rows:  # the delete write, then the data write
         w.read_twice(w.tagged)
-    tagged, counts = counting_new_rows(w)
+    # the new rows' counts are observed by the delete write, for the data write (none to write: no counts)
+    tagged, counts = counting_new_rows(w) if w.writes_rows else (w.tagged, None)
     rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP), F.lit(False).alias(OLD),
         *([F.col(FILE_ORDINAL)] if by_ordinal and in_tasks is not None else []))
@@ -64,7 +65,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
         rows = rows.unionByName(old.select("_file", "_pos", F.lit(None).cast("int").alias(OP),
                                            F.lit(True).alias(OLD)))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
-    rows, grouped = _counting_deletes(w, rows, check, unioned, deletes)
+    grouped = _counting_deletes(w, check, unioned, deletes)
     delete_files = write_position_deletes(rows, targets, w.write, grouped, in_tasks)
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
@@ -87,37 +88,43 @@ def _in_one_job(w: RowLevelWrite) -> bool:
 
 
 def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: InTaskTargets) -> Written:
-    """The delete files and the new rows' data files, written by the same tasks (one job)."""
+    """The delete files and the new rows' data files, written by the same tasks (one job). The
+    three counts are one observation of the rows once grouped by data file (after MERGE's per-file
+    step, which drops a position changed twice): every updated, inserted or deleted row passes
+    there once, and an observation in the scan's stage would split its generated code in two."""
     check = w.checks_cardinality
-    tagged, counts = counting_new_rows(w)
     new = new_row()
-    rows = tagged.where(acting() | new | matched(w.plan) if check else acting() | new).select(
+    rows = w.tagged.where(acting() | new | matched(w.plan) if check else acting() | new).select(
         "*", F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.lit(False).alias(OLD))
-    deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
-    rows, grouped = _counting_deletes(w, rows, check, False, deletes)
+    counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")
+
+    def counting(r: DataFrame, window: WindowSpec) -> DataFrame:
+        written = per_file(r, window, check, False) if w.plan.source is not None else r
+        return written.observe(counts, *[op_count(op).alias(name) for op, name in
+                                         ((UPDATE, "updated"), (INSERT, "inserted"), (DELETE, "deleted"))])
     delete_files, data_files = write_position_deletes_along(
-        rows, targets, w.write, grouped, in_tasks, acting(), new,
+        rows, targets, w.write, counting, in_tasks, acting(), new,
         lambda rows: write_data_files(w.table_rows(rows), w.write, in_place=True))
     if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
         return Written()
-    deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
-    counted = observed(counts, lambda: new_row_counts(w.tagged))
+    counted = observed(counts, lambda: {**new_row_counts(w.tagged), **deleted_count(w.tagged)})
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
-    return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0,
-                   data_files=data_files, delete_files=delete_files,
+    return Written(updated=counted.get("updated") or 0, deleted=counted.get("deleted") or 0,
+                   inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
 
 
-def _counting_deletes(w: RowLevelWrite, rows: DataFrame, check: bool, folding: bool, deletes: Observation
-                      ) -> tuple[DataFrame, PerFile | None]:
-    """The delete write's rows and its per-file step (`per_file`), with the deleted positions
-    counted into `deletes`. An UPDATE or DELETE changes each target row once, so without folded
-    rows in the shuffle it needs no per-file step (no window in its plan): the count is then taken
-    on the rows as they come."""
+def _counting_deletes(w: RowLevelWrite, check: bool, folding: bool, deletes: Observation) -> PerFile:
+    """The delete write's per-file step (`per_file`), with the deleted positions counted into
+    `deletes` there, once the rows are grouped by data file: an observation in the scan's stage
+    would split its generated code in two. An UPDATE or DELETE changes each target row once, so
+    without folded rows in the shuffle it needs no window: the count is taken on the rows as
+    they come."""
+    def counting(rows: DataFrame) -> DataFrame:
+        return rows.observe(deletes, op_count(DELETE).alias("deleted"))
     if w.plan.source is None and not folding:
-        return rows.observe(deletes, op_count(DELETE).alias("deleted")), None
-    return rows, lambda r, window: per_file(r, window, check, folding).observe(
-        deletes, op_count(DELETE).alias("deleted"))
+        return lambda rows, window: counting(rows)
+    return lambda rows, window: counting(per_file(rows, window, check, folding))
 
 
 def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) -> DataFrame:
