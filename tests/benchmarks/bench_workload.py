@@ -11,7 +11,8 @@ clustered (100 files sorted by id), format v2 or v3 (`--format-versions 2,3`: v3
 writes deletion vectors on both engines). Per (mode, format, shape, repeat) both engines get their own fresh
 table — the reference in catalog `ref` (Iceberg 1.10.2 through spark.sql), pyice_sql in catalog
 `local` (ice.sql / ice.append) — and run each op in turn; which engine goes first alternates per
-op to spread noise (JIT warm-up, page cache, GC). After the scan both results (count, sum, distinct)
+op, per case and per round (each engine goes first on every op of a case over two rounds), to
+spread noise (JIT warm-up, page cache, GC). After the scan both results (count, sum, distinct)
 must agree, else the script exits 1.
 
 Output: one JSON line per measurement ({"sys", "mode", "shape", "rows", "op", "s", ...}; pyice's
@@ -239,9 +240,12 @@ def main() -> int:
     jobs = Jobs(spark)
     prof = cProfile.Profile() if a.profile else None
     results: list = []
-    case_no = 0
     try:
         for rep in range(a.repeat):
+            # the case's number within the round plus the round's: which engine goes first on an op
+            # flips from round to round, however many cases a round holds (a running case number
+            # kept one engine first on an op in every round when a round held an even number)
+            case_no = rep
             for mode in a.modes.split(","):
                 for fv in [int(v) for v in a.format_versions.split(",")]:
                     for shape in a.shapes.split(","):
