@@ -65,7 +65,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
         rows = rows.unionByName(old.select("_file", "_pos", F.lit(None).cast("int").alias(OP),
                                            F.lit(True).alias(OLD)))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
-    grouped = _counting_deletes(w, check, unioned, deletes)
+    grouped = _counting(w, check, unioned, deletes, ((DELETE, "deleted"),))
     delete_files = write_position_deletes(rows, targets, w.write, grouped, in_tasks)
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
@@ -89,19 +89,15 @@ def _in_one_job(w: RowLevelWrite) -> bool:
 
 def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: InTaskTargets) -> Written:
     """The delete files and the new rows' data files, written by the same tasks (one job). The
-    three counts are one observation of the rows once grouped by data file (after MERGE's per-file
-    step, which drops a position changed twice): every updated, inserted or deleted row passes
-    there once, and an observation in the scan's stage would split its generated code in two."""
+    three counts are one observation of the rows grouped by data file (`_counting`, after MERGE's
+    per-file step, which drops a position changed twice), where every updated, inserted or deleted
+    row passes once."""
     check = w.checks_cardinality
     new = new_row()
     rows = w.tagged.where(acting() | new | matched(w.plan) if check else acting() | new).select(
         "*", F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.lit(False).alias(OLD))
     counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")
-
-    def counting(r: DataFrame, window: WindowSpec) -> DataFrame:
-        written = per_file(r, window, check, False) if w.plan.source is not None else r
-        return written.observe(counts, *[op_count(op).alias(name) for op, name in
-                                         ((UPDATE, "updated"), (INSERT, "inserted"), (DELETE, "deleted"))])
+    counting = _counting(w, check, False, counts, ((UPDATE, "updated"), (INSERT, "inserted"), (DELETE, "deleted")))
     delete_files, data_files = write_position_deletes_along(
         rows, targets, w.write, counting, in_tasks, acting(), new,
         lambda rows: write_data_files(w.table_rows(rows), w.write, in_place=True))
@@ -114,17 +110,18 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
 
 
-def _counting_deletes(w: RowLevelWrite, check: bool, folding: bool, deletes: Observation) -> PerFile:
-    """The delete write's per-file step (`per_file`), with the deleted positions counted into
-    `deletes` there, once the rows are grouped by data file: an observation in the scan's stage
-    would split its generated code in two. An UPDATE or DELETE changes each target row once, so
-    without folded rows in the shuffle it needs no window: the count is taken on the rows as
-    they come."""
-    def counting(rows: DataFrame) -> DataFrame:
-        return rows.observe(deletes, op_count(DELETE).alias("deleted"))
+def _counting(w: RowLevelWrite, check: bool, folding: bool, observation: Observation,
+              ops: tuple[tuple[int, str], ...]) -> PerFile:
+    """The delete write's per-file step (`per_file`), counting the rows of each operation of `ops`
+    (operation, metric name) into `observation` there, once the rows are grouped by data file:
+    an observation in the scan's stage would split its generated code in two. An UPDATE or DELETE
+    changes each target row once, so without folded rows in the shuffle it needs no window: the
+    rows are counted as they come."""
+    def counted(rows: DataFrame) -> DataFrame:
+        return rows.observe(observation, *[op_count(op).alias(name) for op, name in ops])
     if w.plan.source is None and not folding:
-        return lambda rows, window: counting(rows)
-    return lambda rows, window: counting(per_file(rows, window, check, folding))
+        return lambda rows, window: counted(rows)
+    return lambda rows, window: counted(per_file(rows, window, check, folding))
 
 
 def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) -> DataFrame:
