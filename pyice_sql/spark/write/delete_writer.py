@@ -116,13 +116,13 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx
 
 def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
                                  per_file: PerFile | None, in_tasks: InTaskTargets, deletes: Column, emits: Column,
-                                 write_rows: Callable[[DataFrame], list[DataFile]]
+                                 carried: list[str], write_rows: Callable[[DataFrame], list[DataFile]]
                                  ) -> tuple[list[DataFile], list[DataFile]]:
     """The in-task writer inside the data file write, as Iceberg Java's delta writer: `rows`
     (columns `_file`, `_pos` and the new row's) are grouped by data file as for
     `write_position_deletes`, and the rows of no data file (inserted rows: `_file` is null) all go
     to one task; the position of each row where `deletes` holds goes to the delete files, and the
-    rows where `emits` holds (all their columns) go on to `write_rows`, whose tasks write the
+    rows where `emits` holds (their `carried` columns) go on to `write_rows`, whose tasks write the
     delete files as they go. One write job instead of two, and the rows are not cached between
     them. Returns (delete files, data files)."""
     from pyice_sql.spark.jvm.bridge import load_shim
@@ -130,7 +130,7 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
     spark = rows.sparkSession
     keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks, along=True)
     keyed = keyed.select(_KEY, F.col("_file").alias(_ALONG_PATH), F.col("_pos").cast("long").alias(_ALONG_POS),
-                         deletes.alias(_DELETES), emits.alias(_EMITS), "*")
+                         deletes.alias(_DELETES), emits.alias(_EMITS), *carried)
     shim = load_shim(spark)
     along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx))
     try:
