@@ -8,7 +8,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
-import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.util.UUID;
 
@@ -177,12 +176,14 @@ public final class FileOps {
         Json.key(sb, "dir").append(st.isDirectory()).append('}');
     }
 
-    private static boolean isLocal(FileSystem fs) {
+    static boolean isLocal(FileSystem fs) {
         return fs instanceof LocalFileSystem || fs instanceof RawLocalFileSystem;
     }
 
-    private static java.nio.file.Path local(FileSystem fs, Path p) {
-        return Paths.get(fs.makeQualified(p).toUri());
+    /** The local file Hadoop's own local file system opens for {@code p} (its URI decoded as Hadoop decodes it). */
+    static java.nio.file.Path local(FileSystem fs, Path p) {
+        return (fs instanceof LocalFileSystem ? ((LocalFileSystem) fs).pathToFile(p)
+            : ((RawLocalFileSystem) fs).pathToFile(p)).toPath();
     }
 
     /** Hard-links {@code src} as {@code dst}; false if dst exists. */

@@ -16,7 +16,6 @@ import org.apache.parquet.hadoop.ParquetFileWriter;
 import org.apache.parquet.hadoop.ParquetWriter;
 import org.apache.parquet.hadoop.api.WriteSupport;
 import org.apache.parquet.hadoop.metadata.CompressionCodecName;
-import org.apache.parquet.hadoop.util.HadoopOutputFile;
 import org.apache.parquet.io.OutputFile;
 import org.apache.parquet.io.api.Binary;
 import org.apache.parquet.io.api.RecordConsumer;
@@ -179,7 +178,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         }
         long[] positions = previous == null ? fresh : merge(fresh, previous.positions(key));
         Path path = new Path(output);
-        ParquetWriter<Long> writer = new Builder(HadoopOutputFile.fromPath(path, hadoopConf), Binary.fromString(dataFile))
+        ParquetWriter<Long> writer = new Builder(LocalOutputFile.of(path, hadoopConf), Binary.fromString(dataFile))
             .withConf(hadoopConf)
             .withCompressionCodec(CompressionCodecName.fromConf(codec))
             .withWriteMode(ParquetFileWriter.Mode.OVERWRITE)
