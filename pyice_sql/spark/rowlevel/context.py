@@ -153,13 +153,16 @@ def new_row_counts(tagged: DataFrame) -> dict:
 
 # Written as SQL text: two round trips to the JVM each, where the Column API takes 10-20
 # (spark/frames.py); they are built several times per statement.
+ACTING_SQL = f"{OP} IN ({DELETE}, {UPDATE})"  # the row deletes or updates its target row
+NEW_ROW_SQL = f"{OP} IN ({UPDATE}, {INSERT})"  # the row is written as a new row: an update's values, or an insert
+
+
 def acting() -> Column:
-    return F.expr(f"{OP} IN ({DELETE}, {UPDATE})")
+    return F.expr(ACTING_SQL)
 
 
 def new_row() -> Column:
-    """The row is written as a new row: an update's new values, or an insert."""
-    return F.expr(f"{OP} IN ({UPDATE}, {INSERT})")
+    return F.expr(NEW_ROW_SQL)
 
 
 def matched(plan: RowLevelPlan) -> Column:

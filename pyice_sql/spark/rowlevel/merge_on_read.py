@@ -26,11 +26,12 @@ import uuid
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS
 from pyice_sql.spark.rowlevel.context import (
-    CARDINALITY_MARKER, RowLevelWrite, Written, acting, counting_new_rows, deleted_count, file_scoped_deletes,
-    matched, new_row, new_row_counts, observed, op_count, write_new_rows,
+    ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, counting_new_rows, deleted_count,
+    file_scoped_deletes, matched, new_row, new_row_counts, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import quote, write_data_files
 from pyice_sql.spark.write.delete_writer import (
@@ -97,13 +98,13 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     # only what the shuffle, the per-file step and the data write read: the tagged rows' other
     # columns would widen the shuffle and the shim's row conversion, and every plan over them
     columns = [quote(f.name) for f in w.schema.fields]
-    rows = w.tagged.where(acting() | new | matched(w.plan) if check else acting() | new).select(
-        *columns, F.col(OP), F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.lit(False).alias(OLD),
-        *([FILE_ORDINAL] if w.file_ordinals else []))
+    rows = select_sql(w.tagged.where(acting() | new | matched(w.plan) if check else acting() | new), [
+        *columns, OP, f"{FILE} AS _file", f"{POS} AS _pos", f"false AS {OLD}",
+        *([FILE_ORDINAL] if w.file_ordinals else [])])
     counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")
     counting = _counting(w, check, False, counts, ((UPDATE, "updated"), (INSERT, "inserted"), (DELETE, "deleted")))
     delete_files, data_files = write_position_deletes_along(
-        rows, targets, w.write, counting, in_tasks, acting(), new, columns,
+        rows, targets, w.write, counting, in_tasks, ACTING_SQL, NEW_ROW_SQL, columns,
         lambda rows: write_data_files(w.table_rows(rows), w.write, in_place=True))
     if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
         return Written()

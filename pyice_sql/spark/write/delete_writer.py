@@ -36,6 +36,7 @@ from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.spark.connect_backend import conf_enabled, is_connect
+from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.read.file_keys import deletes_spec, file_key, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
@@ -115,22 +116,22 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx
 
 
 def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
-                                 per_file: PerFile | None, in_tasks: InTaskTargets, deletes: Column, emits: Column,
+                                 per_file: PerFile | None, in_tasks: InTaskTargets, deletes: str, emits: str,
                                  carried: list[str], write_rows: Callable[[DataFrame], list[DataFile]]
                                  ) -> tuple[list[DataFile], list[DataFile]]:
     """The in-task writer inside the data file write, as Iceberg Java's delta writer: `rows`
     (columns `_file`, `_pos` and the new row's) are grouped by data file as for
     `write_position_deletes`, and the rows of no data file (inserted rows: `_file` is null) all go
-    to one task; the position of each row where `deletes` holds goes to the delete files, and the
-    rows where `emits` holds (their `carried` columns) go on to `write_rows`, whose tasks write the
-    delete files as they go. One write job instead of two, and the rows are not cached between
-    them. Returns (delete files, data files)."""
+    to one task; the position of each row where `deletes` (SQL text) holds goes to the delete
+    files, and the `carried` columns of the rows where `emits` (SQL text) holds go on to
+    `write_rows`, whose tasks write the delete files as they go. One write job instead of two,
+    and the rows are not cached between them. Returns (delete files, data files)."""
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = rows.sparkSession
     keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks, along=True)
-    keyed = keyed.select(_KEY, F.col("_file").alias(_ALONG_PATH), F.col("_pos").cast("long").alias(_ALONG_POS),
-                         deletes.alias(_DELETES), emits.alias(_EMITS), *carried)
+    keyed = select_sql(keyed, [_KEY, f"_file AS {_ALONG_PATH}", f"CAST(_pos AS bigint) AS {_ALONG_POS}",
+                               f"{deletes} AS {_DELETES}", f"{emits} AS {_EMITS}", *carried])
     shim = load_shim(spark)
     along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx))
     try:
