@@ -210,3 +210,28 @@ def test_the_scan_runs_in_one_generated_stage_up_to_its_shuffle(ice, sql):
     expected = {i: "u" if sql.startswith("UPDATE") else "m" for i in hit} if not sql.startswith("DELETE") else {}
     assert _rows(ice) == {(i, i % 3, expected.get(i, f"r{i}")) for i in range(300)
                           if not (sql.startswith("DELETE") and i in hit)}
+
+
+def test_local_files_are_written_without_hadoop_side_files_at_hadoops_permissions(ice):
+    """The data and delete files of a statement go through the shim's java.nio writers on a local
+    table (LocalOutputFile, NioLocalFileSystem): Hadoop's checksummed local file system would leave
+    a `.crc` beside each and start a `chmod` process per file and folder. The permissions are the
+    ones Hadoop sets: 0666 and 0777 under its default umask 022."""
+    import os
+    import stat
+
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    assert load_shim(ice.spark).mode == "classpath"  # the test session loads the shim as users do
+    location = _table(ice)
+    root = location.removeprefix("file:")
+    before = {os.path.join(d, n) for d, _, ns in os.walk(root) for n in ns}
+    _, out = _jobs(ice, "UPDATE local.db.t SET v = 'x' WHERE id % 10 = 1")
+    assert out.num_updated_rows == 30 and out.num_added_delete_files == 3
+    new = {os.path.join(d, n) for d, _, ns in os.walk(root) for n in ns} - before
+    written = [f for f in new if f.endswith(".parquet") and "/data/" in f]
+    assert any(f.endswith("-deletes.parquet") for f in written)
+    assert any(not f.endswith("-deletes.parquet") for f in written)
+    assert not [f for f in new if f.endswith(".crc")]
+    assert {stat.S_IMODE(os.stat(f).st_mode) for f in written} == {0o644}
+    assert _rows(ice) == {(i, i % 3, "x" if i % 10 == 1 else f"r{i}") for i in range(300)}

@@ -260,6 +260,16 @@ _NAN_COUNTS = "nan_counts"  # the write's observed metric: NaN values per float 
 NO_SUCCESS_MARKER = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
 
 
+def write_options(spark: SparkSession) -> dict[str, str]:
+    """The Hadoop options of pyice's Spark file writes (a writer's options are its job's Hadoop conf):
+    no `_SUCCESS` marker, and local files through the shim's NioLocalFileSystem, which sets their
+    permissions without starting a `chmod` process per file and folder (NioLocalFileSystem.java).
+    Only where the shim's classes are on Spark's classpath, so Hadoop can load it by name."""
+    if is_connect(spark) or load_shim(spark).mode != "classpath":
+        return dict(NO_SUCCESS_MARKER)
+    return {**NO_SUCCESS_MARKER, "fs.file.impl": "pyice.shim.NioLocalFileSystem", "fs.file.impl.disable.cache": "true"}
+
+
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
                      rebalance: bool = False, known_rows: int | None = None, in_place: bool = False,
                      by_file: bool = False) -> list[DataFile]:
@@ -303,7 +313,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     codec = ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
-    writer = (out.write.mode("error").option("maxRecordsPerFile", max_records).options(**NO_SUCCESS_MARKER)
+    writer = (out.write.mode("error").option("maxRecordsPerFile", max_records).options(**write_options(df.sparkSession))
               .option("compression", "none" if codec == "uncompressed" else codec))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])

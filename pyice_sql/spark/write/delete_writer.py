@@ -39,7 +39,7 @@ from pyice_sql.spark.connect_backend import conf_enabled, is_connect
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.read.file_keys import deletes_spec, file_key, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
-from pyice_sql.spark.write.data_writer import NO_SUCCESS_MARKER, WriteContext, final_locations, written_files
+from pyice_sql.spark.write.data_writer import WriteContext, final_locations, write_options, written_files
 from pyice_sql.core.format.locations import (
     data_location, file_name, new_file_location, new_operation_id, partition_to_path,
 )
@@ -215,7 +215,7 @@ def _write_with_spark(deletes: DataFrame, targets: dict[str, DataFile], ctx: Wri
     operation_id = new_operation_id(deletes=True)
     out_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     codec = _codec(ctx)
-    (rows.write.mode("error").options(**NO_SUCCESS_MARKER)
+    (rows.write.mode("error").options(**write_options(rows.sparkSession))
      .option("compression", "none" if codec == "uncompressed" else codec)
      .partitionBy(_TARGET).parquet(out_dir))
     staged = [(path, footer, by_digest.get(_digest_of(path))) for path, footer in written_files(ctx, out_dir)]
