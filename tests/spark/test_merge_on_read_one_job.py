@@ -235,3 +235,26 @@ def test_local_files_are_written_without_hadoop_side_files_at_hadoops_permission
     assert not [f for f in new if f.endswith(".crc")]
     assert {stat.S_IMODE(os.stat(f).st_mode) for f in written} == {0o644}
     assert _rows(ice) == {(i, i % 3, "x" if i % 10 == 1 else f"r{i}") for i in range(300)}
+
+
+def test_local_files_follow_hadoops_umask_not_the_processes(ice):
+    """Both kinds of file take Hadoop's `fs.permissions.umask-mode`, as Hadoop's local file system
+    would set them; the JVM's own umask (022 here as in CI) would leave 0644 on the delete files."""
+    import os
+    import stat
+
+    conf = ice.spark.sparkContext._jsc.hadoopConfiguration()
+    location = _table(ice)
+    root = location.removeprefix("file:")
+    before = {os.path.join(d, n) for d, _, ns in os.walk(root) for n in ns}
+    conf.set("fs.permissions.umask-mode", "077")
+    try:
+        _, out = _jobs(ice, "UPDATE local.db.t SET v = 'x' WHERE id % 10 = 1")
+    finally:
+        conf.unset("fs.permissions.umask-mode")
+    assert out.num_added_delete_files == 3
+    new = {os.path.join(d, n) for d, _, ns in os.walk(root) for n in ns} - before
+    written = [f for f in new if f.endswith(".parquet") and "/data/" in f]
+    deletes = [f for f in written if f.endswith("-deletes.parquet")]
+    assert len(deletes) == 3 and len(written) > 3
+    assert {f: stat.S_IMODE(os.stat(f).st_mode) for f in written} == {f: 0o600 for f in written}

@@ -10,6 +10,7 @@ import java.nio.file.StandardOpenOption;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.parquet.hadoop.util.HadoopOutputFile;
 import org.apache.parquet.io.OutputFile;
 import org.apache.parquet.io.PositionOutputStream;
@@ -19,21 +20,27 @@ import org.apache.parquet.io.PositionOutputStream;
  * through Hadoop. Without Hadoop's native library (pyspark's wheel has none) Hadoop's local file system sets the
  * permissions of every file it creates, and of its {@code .crc} side file, by running {@code chmod} as a child
  * process: two process starts per file (~4 ms each), paid on the write task's critical path for every delete file.
- * java.nio creates the file with the process umask, as {@code chmod} would set it, and no checksum side file (every
- * reader opens a file without one).
+ * java.nio creates the file and sets the permission Hadoop would ({@code 0666} less {@code fs.permissions.umask-mode},
+ * not the process umask), with no checksum side file (every reader opens a file without one).
  */
 final class LocalOutputFile implements OutputFile {
     private static final int BUFFER = 64 * 1024;
     private final java.nio.file.Path path;
+    private final FsPermission permission;
 
-    private LocalOutputFile(java.nio.file.Path path) {
+    private LocalOutputFile(java.nio.file.Path path, FsPermission permission) {
         this.path = path;
+        this.permission = permission;
     }
 
     /** {@code path} as an OutputFile: local through java.nio, any other scheme through Hadoop. */
     static OutputFile of(Path path, Configuration conf) throws IOException {
         FileSystem fs = path.getFileSystem(conf);
-        return FileOps.isLocal(fs) ? new LocalOutputFile(FileOps.local(fs, path)) : HadoopOutputFile.fromPath(path, conf);
+        if (!FileOps.isLocal(fs)) {
+            return HadoopOutputFile.fromPath(path, conf);
+        }
+        FsPermission permission = FsPermission.getFileDefault().applyUMask(FsPermission.getUMask(conf));
+        return new LocalOutputFile(FileOps.local(fs, path), permission);
     }
 
     @Override
@@ -67,6 +74,12 @@ final class LocalOutputFile implements OutputFile {
             Files.createDirectories(parent);
         }
         OutputStream out = new BufferedOutputStream(Files.newOutputStream(path, options), BUFFER);
+        try {
+            NioLocalFileSystem.setPosix(path, permission);
+        } catch (IOException e) {
+            out.close();
+            throw e;
+        }
         return new PositionOutputStream() {
             private long pos;
 

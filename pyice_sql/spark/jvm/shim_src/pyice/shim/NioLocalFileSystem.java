@@ -32,6 +32,13 @@ public final class NioLocalFileSystem extends RawLocalFileSystem {
 
     @Override
     public void setPermission(Path p, FsPermission permission) throws IOException {
+        if (!setPosix(pathToFile(p).toPath(), permission)) {  // not a POSIX file system: Hadoop's own way
+            super.setPermission(p, permission);
+        }
+    }
+
+    /** Sets {@code permission} on a local file through java.nio; false where the file system has no POSIX modes. */
+    static boolean setPosix(java.nio.file.Path file, FsPermission permission) throws IOException {
         Set<PosixFilePermission> posix = EnumSet.noneOf(PosixFilePermission.class);
         short mode = permission.toShort();
         for (int bit = 0; bit < BITS.length; bit++) {
@@ -40,9 +47,10 @@ public final class NioLocalFileSystem extends RawLocalFileSystem {
             }
         }
         try {
-            Files.setPosixFilePermissions(pathToFile(p).toPath(), posix);
-        } catch (UnsupportedOperationException e) {  // not a POSIX file system: Hadoop's own way
-            super.setPermission(p, permission);
+            Files.setPosixFilePermissions(file, posix);
+            return true;
+        } catch (UnsupportedOperationException e) {
+            return false;
         }
     }
 }
