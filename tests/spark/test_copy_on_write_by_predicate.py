@@ -76,9 +76,10 @@ def test_statements_rewritten_by_join(ice, statement, expected):
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_rewritten_rows_stay_with_the_rows_of_their_file(ice, version):
-    """As Iceberg Java's copy-on-write UPDATE clusters by `_file`: a file's copied rows go to one
-    task, in their order, so a table whose files hold ranges of ids keeps them (a later statement
-    on one id rewrites one file). Adaptive coalescing is off, so each shuffle partition is a file."""
+    """As Iceberg Java's copy-on-write UPDATE clusters by `_file`: a file's copied rows are written
+    by one task, in their order, so a table whose files hold ranges of ids keeps them (a later
+    statement on one id rewrites one file). Here the scan's task that read them writes them
+    (data_writer's `by_file`; test_job_budget.py counts the shuffle's job it saves)."""
     ice.sql("CREATE DATABASE local.db")
     ice.sql("CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ("
             f"'format-version' = '{version}', 'write.update.mode' = 'copy-on-write', "
@@ -86,12 +87,7 @@ def test_rewritten_rows_stay_with_the_rows_of_their_file(ice, version):
     ranges = [range(lo, lo + 1000) for lo in range(0, 4000, 1000)]
     for r in ranges:  # one file each, ids ascending
         ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, 'old' FROM range({r.start}, {r.stop})")
-    key = "spark.sql.adaptive.coalescePartitions.enabled"
-    ice.spark.conf.set(key, "false")
-    try:
-        out = ice.sql("UPDATE local.db.t SET v = 'new' WHERE id % 10 = 0").collect()[0]
-    finally:
-        ice.spark.conf.unset(key)
+    out = ice.sql("UPDATE local.db.t SET v = 'new' WHERE id % 10 = 0").collect()[0]
     assert (out.num_updated_rows, out.num_removed_data_files) == (400, 4)
     ids_by_file = [[r.id for r in ice.spark.read.parquet(p).select("id").collect()] for p in _files(ice)]
     for r in ranges:
@@ -100,3 +96,19 @@ def test_rewritten_rows_stay_with_the_rows_of_their_file(ice, version):
         assert [i for i in holding[0] if i in r] == list(r)  # together and in their order
     assert ice.sql("DELETE FROM local.db.t WHERE id = 5").collect()[0].num_removed_data_files == 1
     assert ice.sql("SELECT count(*), count_if(v = 'new') FROM local.db.t").collect()[0][:] == (3999, 400)
+
+
+@pytest.mark.parametrize("before", [None, "1234567"])
+def test_the_rewrites_split_size_is_set_for_its_write_only(ice, before):
+    """The rewrite reads a target file's worth per task (a session conf, no per-read option):
+    the user's setting, or its absence, is back after the statement."""
+    key = "spark.sql.files.maxPartitionBytes"
+    _table(ice, 2)
+    if before is not None:
+        ice.spark.conf.set(key, before)
+    try:
+        assert ice.sql("UPDATE local.db.t SET v = 'x' WHERE id = 4").collect()[0].num_updated_rows == 1
+        assert ice.spark.conf.get(key, None) == before
+    finally:
+        ice.spark.conf.unset(key)
+    assert _rows(ice) == [(1, "a"), (2, "b"), (3, None), (4, "x"), (5, None)]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Callable, Iterator
@@ -54,7 +54,6 @@ from pyice_sql.core.sql.dialect import quote_identifier as quote
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 DEFAULT_BYTES_PER_ROW = 64
 _SAFE = "^[A-Za-z0-9_.-]*$"
-_SOURCE_FILE = "__pyice_source_file"  # `by_file`: the hash of the path a row was read from
 _FOLDER = re.compile(r"^(?P<name>[^=]+)=(?P<value>.*)$")
 
 
@@ -232,6 +231,19 @@ def _unescape(segment: str) -> str:
     return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), segment)
 
 
+@contextmanager
+def _whole_file_splits(spark: SparkSession, target_file_size: int) -> Iterator[None]:
+    """Scan splits of up to a target file's worth for a write that goes out as it was read: Spark
+    sizes them by the session's `spark.sql.files.maxPartitionBytes` (128 MB by default, and no
+    per-read option), packing small files into one split and cutting larger ones at row groups,
+    no larger than the bytes read over the cores (so a small rewrite still uses them all). Set for
+    the write and then restored, as the calendar below: a query another thread plans meanwhile on
+    the same session sees the larger splits (its speed, not its result)."""
+    with _session_conf(spark, {_MAX_PARTITION_BYTES: str(max(target_file_size, 1))}):
+        yield
+
+
+_MAX_PARTITION_BYTES = "spark.sql.files.maxPartitionBytes"
 _REBASE_IN_WRITE = ("spark.sql.parquet.datetimeRebaseModeInWrite", "spark.sql.parquet.int96RebaseModeInWrite")
 
 
@@ -240,10 +252,17 @@ def proleptic_calendar(spark: SparkSession) -> Iterator[None]:
     """Write dates and timestamps as they are (Iceberg's proleptic Gregorian calendar), also before
     1582, whatever the session's rebase mode. Spark's Parquet writer takes the mode only from the
     session conf (no per-write option), so it is set for the write and then restored."""
+    with _session_conf(spark, dict.fromkeys(_REBASE_IN_WRITE, "CORRECTED")):
+        yield
+
+
+@contextmanager
+def _session_conf(spark: SparkSession, values: dict[str, str]) -> Iterator[None]:
+    """The session conf with `values` set, restored afterwards."""
     conf = spark.conf
-    previous = {k: conf.get(k, None) for k in _REBASE_IN_WRITE}
-    for k in _REBASE_IN_WRITE:
-        conf.set(k, "CORRECTED")
+    previous = {k: conf.get(k, None) for k in values}
+    for k, v in values.items():
+        conf.set(k, v)
     try:
         yield
     finally:
@@ -286,10 +305,13 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     from a merge-on-read delta write, whose tasks also write the delete files: see
     delete_writer.write_position_deletes_along).
     `by_file` (rows read straight from the data files they rewrite, no shuffle in between): an
-    unpartitioned table's rows go to tasks by the file they were read from, as Iceberg Java's
-    copy-on-write UPDATE and DELETE cluster them by `_file`: each file's rows stay together (in
-    their order where one task reads the file), so a table clustered by a column stays
-    clustered, and adaptive execution still packs small files' rows into advisory-size tasks.
+    unpartitioned table's rows are written by the scan task that read them, with no shuffle.
+    Iceberg Java's copy-on-write UPDATE and DELETE cluster them by `_file` through a shuffle for
+    the same end: each file's rows stay together and in order, so a table clustered by a column
+    stays clustered. Here the scan's splits are sized for it instead (`_whole_file_splits`): a
+    task reads small files packed together or one file's row groups up to the target file size,
+    and writes them as one file; no hash of paths decides how many tasks write (Java's layout
+    depends on it: two files hashed to one task are written by one core).
     """
     schema, spec = ctx.schema, ctx.spec
     with_ids = not schema.has_list_or_map()
@@ -317,7 +339,8 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
               .option("compression", "none" if codec == "uncompressed" else codec))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])
-    with proleptic_calendar(df.sparkSession):
+    splits = _whole_file_splits(df.sparkSession, target) if by_file and not folders else nullcontext()
+    with proleptic_calendar(df.sparkSession), splits:
         writer.parquet(write_dir)
     described = describe_written_files(ctx, write_dir, folders, operation_id, content)
     if observation is not None:
@@ -330,7 +353,7 @@ def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column
                          one_task: bool = False, in_place: bool = False, by_file: bool = False) -> DataFrame:
     """Rows to tasks by `write.distribution-mode` (`hash`: by partition, the default for a
     partitioned table; `range`: by partition and sort order; `none`: as they come; an
-    unpartitioned table's by the file read, `by_file`, or rebalanced), or all to one task
+    unpartitioned table's as read, `by_file`, or rebalanced), or all to one task
     (`one_task`: every mode's layout for rows that fit one file), or left in their tasks
     (`in_place`), then each task sorts its rows by partition and the table's sort order, so every
     file is sorted by it."""
@@ -344,11 +367,8 @@ def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column
         distributed = out.repartitionByRange(*folders, *keys)
     elif folders and mode != "none":
         distributed = out.repartition(*folders)
-    elif by_file and not folders and mode != "none":
-        # the file's path hashed in the scan's task (a column of its own: Spark would otherwise carry
-        # the whole path through the shuffle to hash it there)
-        key = F.hash(F.input_file_name())
-        distributed = out.withColumn(_SOURCE_FILE, key).repartition(_SOURCE_FILE).drop(_SOURCE_FILE)
+    elif by_file and not folders:
+        distributed = out  # written by the task that read them: write_data_files' `by_file`
     elif rebalance and not folders and mode != "none":
         distributed = out.hint("rebalance")
     else:
