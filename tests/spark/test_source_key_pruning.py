@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from pyice_sql.spark.rowlevel.dml import MAX_SOURCE_KEY_VALUES as MAX_KEYS
 from tests.spark.test_job_budget import _jobs
 
 pytestmark = pytest.mark.spark
@@ -92,8 +93,8 @@ def test_values_source_gives_its_keys_without_a_job(ice, monkeypatch):
     pass_jobs = []
     original = dml.RowLevelExecutor._with_source_keys
 
-    def counted(self, plan, table, source, local):
-        jobs, narrowed = _jobs(ice, lambda: original(self, plan, table, source, local))
+    def counted(self, plan, table, source, local, small):
+        jobs, narrowed = _jobs(ice, lambda: original(self, plan, table, source, local, small))
         pass_jobs.append(jobs)
         return narrowed
 
@@ -103,3 +104,21 @@ def test_values_source_gives_its_keys_without_a_job(ice, monkeypatch):
     assert (result.num_updated_rows, result.num_inserted_rows) == (2, 1)
     assert len(ice.last_plan.tasks) == 1, ice.last_plan.metrics
     _check_rows(ice)
+
+
+def test_a_nan_source_key_prunes_nothing_by_its_column(ice):
+    """Spark orders NaN above every number: a key range [1.0, NaN] taken as file bounds would skip
+    the file holding 1.0 and turn its update into an insert. NaN keys leave the column unpruned."""
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql("CREATE TABLE local.db.t (id double, v string) USING iceberg")
+    for lo in (0, 100):  # two files, disjoint ranges
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ CAST(id AS double), 'old' "
+                f"FROM range({lo}, {lo + 100})")
+    far = [1e6 + k for k in range(MAX_KEYS)]  # more keys than an IN list takes: the range is used
+    src = ice.spark.createDataFrame([(1.0, "new"), (float("nan"), "ins")] + [(k, "ins") for k in far],
+                                    "id double, v string")
+    result = ice.sql(MERGE, src=src).collect()[0]
+    assert (result.num_updated_rows, result.num_inserted_rows) == (1, 1 + len(far))
+    rows = ice.sql("SELECT id, v FROM local.db.t").collect()
+    assert sorted(r.v for r in rows if r.id == 1.0) == ["new"]
+    assert len(rows) == 200 + 1 + len(far)
