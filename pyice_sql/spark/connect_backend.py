@@ -85,13 +85,21 @@ def within_broadcast_threshold(df: Any) -> bool:
     if not is_connect(spark):
         threshold = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
     else:
-        setting = re.fullmatch(r"\s*(-?[0-9]+)\s*([kmgtpe]?)b?\s*",
-                               spark.conf.get("spark.sql.autoBroadcastJoinThreshold").lower())
+        setting = size_setting(spark, "spark.sql.autoBroadcastJoinThreshold", "10MB")
         if setting is None:
             return False
-        threshold = int(setting.group(1)) * 1024 ** _UNITS[setting.group(2).upper()]
+        threshold = setting
     size = _size_estimate(df)
     return size is not None and 0 <= size <= threshold
+
+
+def size_setting(spark: Any, key: str, default: str) -> int | None:
+    """A byte-size Spark setting ("10MB", "1048576", "-1") in bytes, read from its text as Spark
+    reads it (units of 1024, case ignored); None for text that does not read as a size."""
+    setting = re.fullmatch(r"\s*(-?[0-9]+)\s*([kmgtpe]?)b?\s*", str(spark.conf.get(key, default)).lower())
+    if setting is None:
+        return None
+    return int(setting.group(1)) * 1024 ** _UNITS[setting.group(2).upper()]
 
 
 _EXBIBYTE = 2 ** 60

@@ -79,7 +79,7 @@ def test_rewritten_rows_stay_with_the_rows_of_their_file(ice, version):
     """As Iceberg Java's copy-on-write UPDATE clusters by `_file`: a file's copied rows are written
     by one task, in their order, so a table whose files hold ranges of ids keeps them (a later
     statement on one id rewrites one file). Here the scan's task that read them writes them
-    (data_writer's `by_file`; test_job_budget.py counts the shuffle's job it saves)."""
+    (data_writer's `read_straight`; test_job_budget.py counts the shuffle's job it saves)."""
     ice.sql("CREATE DATABASE local.db")
     ice.sql("CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ("
             f"'format-version' = '{version}', 'write.update.mode' = 'copy-on-write', "
@@ -100,15 +100,28 @@ def test_rewritten_rows_stay_with_the_rows_of_their_file(ice, version):
 
 @pytest.mark.parametrize("before", [None, "1234567"])
 def test_the_rewrites_split_size_is_set_for_its_write_only(ice, before):
-    """The rewrite reads a target file's worth per task (a session conf, no per-read option):
-    the user's setting, or its absence, is back after the statement."""
-    key = "spark.sql.files.maxPartitionBytes"
+    """The rewrite sizes its scan's splits (session confs, no per-read option): the user's
+    settings, or their absence, are back after the statement."""
+    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.minPartitionNum")
     _table(ice, 2)
     if before is not None:
-        ice.spark.conf.set(key, before)
+        for key in keys:
+            ice.spark.conf.set(key, before)
     try:
         assert ice.sql("UPDATE local.db.t SET v = 'x' WHERE id = 4").collect()[0].num_updated_rows == 1
-        assert ice.spark.conf.get(key, None) == before
+        assert [ice.spark.conf.get(key, None) for key in keys] == [before, before]
     finally:
-        ice.spark.conf.unset(key)
+        for key in keys:
+            ice.spark.conf.unset(key)
     assert _rows(ice) == [(1, "a"), (2, "b"), (3, None), (4, "x"), (5, None)]
+
+
+def test_a_rewrite_of_small_files_writes_one_file(ice):
+    """Small files rewritten together go to one task, one file (Iceberg Java's adaptive
+    execution coalesces its write tasks to at least 1 MB the same way); the two files of
+    `_table` each hold a changed row."""
+    files = _table(ice, 2)
+    out = ice.sql("UPDATE local.db.t SET v = 'x' WHERE id IN (1, 4)").collect()[0]
+    assert (out.num_updated_rows, out.num_removed_data_files, out.num_added_data_files) == (2, 2, 1)
+    assert not set(files.values()) & _files(ice)
+    assert _rows(ice) == [(1, "x"), (2, "b"), (3, None), (4, "x"), (5, None)]

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.spark
 # shuffled by key, the join's tasks writing the files: 3 jobs, not 5 with a rebalance): 11 -> 9;
 # and its matched side's two aggregates (by position, then by file) share one shuffle: 9 -> 8.
 # CoW UPDATE / DELETE (v2 and v3) were 4 while the rewritten rows were shuffled by their file
-# (Java's shape); their scan tasks now write them (data_writer's `by_file`): 3.
+# (Java's shape); their scan tasks now write them (data_writer's `read_straight`): 3.
 BUDGET = {
     ("merge-on-read", 2): {"MERGE": 5, "UPDATE": 2, "DELETE": 2},
     ("copy-on-write", 2): {"MERGE": 8, "UPDATE": 3, "DELETE": 3},

@@ -100,8 +100,8 @@ def changed_rows(w: RowLevelWrite) -> DataFrame:
 def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     if w.rewrite_rows is not None:
         rows = w.rewrite_rows(read_tasks(w.spark, w.schema, rewritten))
-        by_file = read_straight(rewritten)
-        return write_data_files(w.table_rows(rows), w.write, rebalance=not by_file, by_file=by_file)
+        straight = straight_bytes(rewritten)
+        return write_data_files(w.table_rows(rows), w.write, rebalance=not straight, read_straight=straight)
     copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), ["_file", "_pos"], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields]))
@@ -109,10 +109,11 @@ def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     return write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
 
 
-def read_straight(rewritten: list[FileScanTask]) -> bool:
-    """Whether the rows read from `rewritten` come straight from their scan, no deletes joined in:
-    their write can then go by the file each was read from (`write_data_files`' `by_file`)."""
-    return not any(t.deletes for t in rewritten)
+def straight_bytes(rewritten: list[FileScanTask]) -> int:
+    """The bytes of `rewritten`'s data files when the rows read from them come straight from their
+    scan, no deletes applied (else 0): the tasks that read them can then write them
+    (`write_data_files`' `read_straight`)."""
+    return 0 if any(t.deletes for t in rewritten) else sum(t.file.file_size_in_bytes for t in rewritten)
 
 
 def _changes_per_file(w: RowLevelWrite) -> DataFrame:

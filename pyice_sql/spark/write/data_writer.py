@@ -41,7 +41,7 @@ from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.sort_order import DESC, NULLS_FIRST, UNSORTED, SortOrder
-from pyice_sql.spark.connect_backend import is_connect
+from pyice_sql.spark.connect_backend import is_connect, size_setting
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.jvm.bridge import load_shim
 from pyice_sql.spark.observations import observed_metrics
@@ -232,18 +232,28 @@ def _unescape(segment: str) -> str:
 
 
 @contextmanager
-def _whole_file_splits(spark: SparkSession, target_file_size: int) -> Iterator[None]:
+def _whole_file_splits(spark: SparkSession, target_file_size: int, read_bytes: int) -> Iterator[None]:
     """Scan splits of up to a target file's worth for a write that goes out as it was read: Spark
     sizes them by the session's `spark.sql.files.maxPartitionBytes` (128 MB by default, and no
     per-read option), packing small files into one split and cutting larger ones at row groups,
-    no larger than the bytes read over the cores (so a small rewrite still uses them all). Set for
-    the write and then restored, as the calendar below: a query another thread plans meanwhile on
-    the same session sees the larger splits (its speed, not its result)."""
-    with _session_conf(spark, {_MAX_PARTITION_BYTES: str(max(target_file_size, 1))}):
+    no larger than the bytes read over `spark.sql.files.minPartitionNum` (the cores by default).
+    That number is capped at one per `minPartitionSize` (1 MB) of `read_bytes`, as adaptive
+    execution sizes Java's write tasks: a rewrite of two small files writes one, not one each.
+    Set for the write and then restored, as the calendar below: a query another thread plans
+    meanwhile on the same session sees the larger splits (its speed, not its result)."""
+    splits = {_MAX_PARTITION_BYTES: str(max(target_file_size, 1))}
+    tasks = read_bytes // max(size_setting(spark, _MIN_PARTITION_SIZE, "1MB") or 1, 1)
+    if not is_connect(spark):  # Spark's own default is the cores
+        splits[_MIN_PARTITION_NUM] = str(max(1, min(spark.sparkContext.defaultParallelism, tasks)))
+    elif tasks <= 1:  # (Spark Connect has no SparkContext to ask for them)
+        splits[_MIN_PARTITION_NUM] = "1"
+    with _session_conf(spark, splits):
         yield
 
 
 _MAX_PARTITION_BYTES = "spark.sql.files.maxPartitionBytes"
+_MIN_PARTITION_NUM = "spark.sql.files.minPartitionNum"
+_MIN_PARTITION_SIZE = "spark.sql.adaptive.coalescePartitions.minPartitionSize"
 _REBASE_IN_WRITE = ("spark.sql.parquet.datetimeRebaseModeInWrite", "spark.sql.parquet.int96RebaseModeInWrite")
 
 
@@ -291,7 +301,7 @@ def write_options(spark: SparkSession) -> dict[str, str]:
 
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
                      rebalance: bool = False, known_rows: int | None = None, in_place: bool = False,
-                     by_file: bool = False) -> list[DataFile]:
+                     read_straight: int = 0) -> list[DataFile]:
     """Write `df` (columns named as the table's) into new data files and describe them.
 
     `rebalance` (row-level writes, whose rows come scattered over a join's shuffle partitions):
@@ -304,14 +314,15 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     `in_place`: each task writes the rows it holds, only sorted (they come grouped by data file
     from a merge-on-read delta write, whose tasks also write the delete files: see
     delete_writer.write_position_deletes_along).
-    `by_file` (rows read straight from the data files they rewrite, no shuffle in between): an
-    unpartitioned table's rows are written by the scan task that read them, with no shuffle.
-    Iceberg Java's copy-on-write UPDATE and DELETE cluster them by `_file` through a shuffle for
-    the same end: each file's rows stay together and in order, so a table clustered by a column
-    stays clustered. Here the scan's splits are sized for it instead (`_whole_file_splits`): a
-    task reads small files packed together or one file's row groups up to the target file size,
-    and writes them as one file; no hash of paths decides how many tasks write (Java's layout
-    depends on it: two files hashed to one task are written by one core).
+    `read_straight` (the bytes of the data files the rows are read straight from, with no
+    shuffle in between, as a rewrite reads them; 0: not so): an unpartitioned table's rows are
+    written by the scan task that read them, with no shuffle. Iceberg Java's copy-on-write UPDATE
+    and DELETE cluster them by `_file` through a shuffle for the same end: each file's rows stay
+    together and in order, so a table clustered by a column stays clustered. Here the scan's
+    splits are sized for it instead (`_whole_file_splits`): a task reads small files packed
+    together or one file's row groups up to the target file size, and writes them as one file;
+    no hash of paths decides how many tasks write (Java's layout depends on it: two files hashed
+    to one task are written by one core).
     """
     schema, spec = ctx.schema, ctx.spec
     with_ids = not schema.has_list_or_map()
@@ -323,7 +334,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     max_records = max(1, int(target / max(ctx.bytes_per_row, 1.0)))
     out = _distribute_and_sort(out, ctx, [F.col(quote(n)) for n, _, _ in folders], rebalance,
                                one_task=known_rows is not None and known_rows <= max_records, in_place=in_place,
-                               by_file=by_file)
+                               as_read=bool(read_straight))
     nan_columns = _float_leaves(schema)
     observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
     if observation is not None:
@@ -339,7 +350,8 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
               .option("compression", "none" if codec == "uncompressed" else codec))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])
-    splits = _whole_file_splits(df.sparkSession, target) if by_file and not folders else nullcontext()
+    splits = (_whole_file_splits(df.sparkSession, target, read_straight) if read_straight and not folders
+              else nullcontext())
     with proleptic_calendar(df.sparkSession), splits:
         writer.parquet(write_dir)
     described = describe_written_files(ctx, write_dir, folders, operation_id, content)
@@ -350,10 +362,10 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
 
 
 def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column], rebalance: bool,
-                         one_task: bool = False, in_place: bool = False, by_file: bool = False) -> DataFrame:
+                         one_task: bool = False, in_place: bool = False, as_read: bool = False) -> DataFrame:
     """Rows to tasks by `write.distribution-mode` (`hash`: by partition, the default for a
     partitioned table; `range`: by partition and sort order; `none`: as they come; an
-    unpartitioned table's as read, `by_file`, or rebalanced), or all to one task
+    unpartitioned table's `as_read`, or rebalanced), or all to one task
     (`one_task`: every mode's layout for rows that fit one file), or left in their tasks
     (`in_place`), then each task sorts its rows by partition and the table's sort order, so every
     file is sorted by it."""
@@ -367,8 +379,8 @@ def _distribute_and_sort(out: DataFrame, ctx: WriteContext, folders: list[Column
         distributed = out.repartitionByRange(*folders, *keys)
     elif folders and mode != "none":
         distributed = out.repartition(*folders)
-    elif by_file and not folders:
-        distributed = out  # written by the task that read them: write_data_files' `by_file`
+    elif as_read and not folders:
+        distributed = out  # written by the task that read them: write_data_files' `read_straight`
     elif rebalance and not folders and mode != "none":
         distributed = out.hint("rebalance")
     else:

@@ -36,13 +36,13 @@ def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
 
 
 def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True,
-                       known_rows: int | None = None, by_file: bool = False) -> list[DataFile]:
+                       known_rows: int | None = None, read_straight: int = 0) -> list[DataFile]:
     """Write `rows` (the table's columns plus the two lineage columns) as data files
-    (`rebalance`, `known_rows` and `by_file` as `write_data_files`; row-level writes want a
+    (`rebalance`, `known_rows` and `read_straight` as `write_data_files`; row-level writes want a
     rebalance or their files' layout, a compaction has its own)."""
     schema = Schema(ctx.schema.fields + LINEAGE_FIELDS, ctx.schema.schema_id, ctx.schema.identifier_field_ids)
     files = write_data_files(rows, replace(ctx, schema=schema), rebalance=rebalance, known_rows=known_rows,
-                             by_file=by_file)
+                             read_straight=read_straight)
     return [replace(f, **{name: _without_lineage(getattr(f, name)) for name in (
         "column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")})
         for f in files]
