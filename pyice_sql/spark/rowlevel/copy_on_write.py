@@ -23,8 +23,9 @@ dml.py) rewrites by predicate: the aggregate scans the target without caching th
 and the write reads the files to rewrite once more and applies the statement to them (DELETE
 keeps the rows its condition does not hold for, UPDATE assigns where it holds). There is no
 join of the copies with the changed rows, and no cache of them to build and broadcast. The rows
-written go to tasks by the file they were read from (Java clusters them by `_file`), so each
-file's rows stay together and in order: a table clustered by a column stays so.
+of an unpartitioned table's files without deletes are written by the scan tasks that read them,
+with no shuffle (Java clusters them by `_file` through one), so each file's rows stay together
+and in order: a table clustered by a column stays so (data_writer's `read_straight`).
 """
 from __future__ import annotations
 
