@@ -545,7 +545,7 @@ def _small_source_keys(plan: RowLevelPlan, source: DataFrame) -> tuple[dict[str,
         c = quote(s_col)
         exprs += [f"min({c}) AS lo{i}", f"max({c}) AS hi{i}",
                   f"IF(size(collect_set({c})) > {MAX_SOURCE_KEY_VALUES}, NULL, collect_set({c})) AS keys{i}"]
-    row = select_sql(source.coalesce(1), exprs).first()
+    row, = select_sql(source.coalesce(1), exprs).collect()
     keys, ranges = {}, {}
     for i, (t_col, _) in enumerate(plan.source_key_columns):
         if row[f"keys{i}"] is None:
