@@ -125,3 +125,26 @@ def test_a_rewrite_of_small_files_writes_one_file(ice):
     assert (out.num_updated_rows, out.num_removed_data_files, out.num_added_data_files) == (2, 2, 1)
     assert not set(files.values()) & _files(ice)
     assert _rows(ice) == [(1, "x"), (2, "b"), (3, None), (4, "x"), (5, None)]
+
+
+def test_a_file_of_many_row_groups_is_rewritten_whole(ice):
+    """One file rewritten on two cores stays one file, as Iceberg Java's clustering by file writes
+    it back: Spark would cut it into a split per core at row groups (both settings here make that
+    visible on a small file: row groups of 256 KB, no cost added per file)."""
+    conf = ice.spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set("parquet.block.size", str(256 * 1024))
+    ice.spark.conf.set("spark.sql.files.openCostInBytes", "1")
+    try:
+        ice.sql("CREATE DATABASE local.db")
+        ice.sql("CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES "
+                "('write.update.mode' = 'copy-on-write')")
+        ice.sql("INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, sha2(CAST(id AS string), 256) "
+                "FROM range(0, 100000)")
+        (size,), = [tuple(r) for r in ice.sql("SELECT file_size_in_bytes FROM local.db.t.files").collect()]
+        assert size > 2 * 1024 * 1024  # more than two of Spark's per-core splits' worth of row groups
+        out = ice.sql("UPDATE local.db.t SET v = 'x' WHERE id = 5").collect()[0]
+    finally:
+        conf.unset("parquet.block.size")
+        ice.spark.conf.unset("spark.sql.files.openCostInBytes")
+    assert (out.num_updated_rows, out.num_removed_data_files, out.num_added_data_files) == (1, 1, 1)
+    assert ice.sql("SELECT count(*), count_if(v = 'x') FROM local.db.t").collect()[0][:] == (100000, 1)

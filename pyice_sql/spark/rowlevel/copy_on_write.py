@@ -101,7 +101,7 @@ def changed_rows(w: RowLevelWrite) -> DataFrame:
 def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     if w.rewrite_rows is not None:
         rows = w.rewrite_rows(read_tasks(w.spark, w.schema, rewritten))
-        straight = straight_bytes(rewritten)
+        straight = read_straight(rewritten)
         return write_data_files(w.table_rows(rows), w.write, rebalance=not straight, read_straight=straight)
     copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), ["_file", "_pos"], "left_anti")
@@ -110,11 +110,11 @@ def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     return write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
 
 
-def straight_bytes(rewritten: list[FileScanTask]) -> int:
-    """The bytes of `rewritten`'s data files when the rows read from them come straight from their
-    scan, no deletes applied (else 0): the tasks that read them can then write them
+def read_straight(rewritten: list[FileScanTask]) -> list[DataFile]:
+    """`rewritten`'s data files when the rows read from them come straight from their scan, no
+    deletes applied (else none): the tasks that read them can then write them
     (`write_data_files`' `read_straight`)."""
-    return 0 if any(t.deletes for t in rewritten) else sum(t.file.file_size_in_bytes for t in rewritten)
+    return [] if any(t.deletes for t in rewritten) else [t.file for t in rewritten]
 
 
 def _changes_per_file(w: RowLevelWrite) -> DataFrame:

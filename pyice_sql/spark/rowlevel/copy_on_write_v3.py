@@ -18,7 +18,7 @@ from pyice_sql.spark.read.reader import FILE_COL, POS_COL
 from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.rowlevel.compile.merge_rows import ROW_ID
 from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, new_row
-from pyice_sql.spark.rowlevel.copy_on_write import changed_rows, straight_bytes, write_copy_on_write
+from pyice_sql.spark.rowlevel.copy_on_write import changed_rows, read_straight, write_copy_on_write
 from pyice_sql.spark.write.data_writer import quote
 from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
 
@@ -30,7 +30,7 @@ def write_copy_on_write_v3(w: RowLevelWrite) -> Written:
 def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     if w.rewrite_rows is not None:  # by predicate: the SQL keeps or resets each row's lineage
         rows = w.rewrite_rows(read_with_lineage(w.spark, w.schema, rewritten))
-        straight = straight_bytes(rewritten)
+        straight = read_straight(rewritten)
         return write_with_lineage(w.table_rows(rows), w.write, rebalance=not straight, read_straight=straight)
     copies = (read_with_lineage(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), [FILE_COL, POS_COL], "left_anti")

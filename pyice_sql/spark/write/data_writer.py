@@ -29,7 +29,7 @@ import uuid
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, functions as F, types as T
 
@@ -232,17 +232,20 @@ def _unescape(segment: str) -> str:
 
 
 @contextmanager
-def _whole_file_splits(spark: SparkSession, target_file_size: int, read_bytes: int) -> Iterator[None]:
+def _whole_file_splits(spark: SparkSession, target_file_size: int, read: Sequence[DataFile]) -> Iterator[None]:
     """Scan splits of up to a target file's worth for a write that goes out as it was read: Spark
     sizes them by the session's `spark.sql.files.maxPartitionBytes` (128 MB by default, and no
     per-read option), packing small files into one split and cutting larger ones at row groups,
     no larger than the bytes read over `spark.sql.files.minPartitionNum` (the cores by default).
-    That number is capped at one per `minPartitionSize` (1 MB) of `read_bytes`, as adaptive
-    execution sizes Java's write tasks: a rewrite of two small files writes one, not one each.
+    That number is capped at one per `minPartitionSize` (1 MB) read, as adaptive execution sizes
+    Java's write tasks (a rewrite of two small files writes one, not one each), and at the files
+    `read`, as Java's clustering by file gives each at most one task (a large file rewritten by
+    many cores is not cut into many smaller ones).
     Set for the write and then restored, as the calendar below: a query another thread plans
     meanwhile on the same session sees the larger splits (its speed, not its result)."""
     splits = {_MAX_PARTITION_BYTES: str(max(target_file_size, 1))}
-    tasks = read_bytes // max(size_setting(spark, _MIN_PARTITION_SIZE, "1MB") or 1, 1)
+    read_bytes = sum(f.file_size_in_bytes for f in read)
+    tasks = min(len(read), read_bytes // max(size_setting(spark, _MIN_PARTITION_SIZE, "1MB") or 1, 1))
     if not is_connect(spark):  # Spark's own default is the cores
         splits[_MIN_PARTITION_NUM] = str(max(1, min(spark.sparkContext.defaultParallelism, tasks)))
     elif tasks <= 1:  # (Spark Connect has no SparkContext to ask for them)
@@ -301,7 +304,7 @@ def write_options(spark: SparkSession) -> dict[str, str]:
 
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
                      rebalance: bool = False, known_rows: int | None = None, in_place: bool = False,
-                     read_straight: int = 0) -> list[DataFile]:
+                     read_straight: Sequence[DataFile] = ()) -> list[DataFile]:
     """Write `df` (columns named as the table's) into new data files and describe them.
 
     `rebalance` (row-level writes, whose rows come scattered over a join's shuffle partitions):
@@ -314,8 +317,8 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     `in_place`: each task writes the rows it holds, only sorted (they come grouped by data file
     from a merge-on-read delta write, whose tasks also write the delete files: see
     delete_writer.write_position_deletes_along).
-    `read_straight` (the bytes of the data files the rows are read straight from, with no
-    shuffle in between, as a rewrite reads them; 0: not so): an unpartitioned table's rows are
+    `read_straight` (the data files the rows are read straight from, with no shuffle in
+    between, as a rewrite reads them; none: not so): an unpartitioned table's rows are
     written by the scan task that read them, with no shuffle. Iceberg Java's copy-on-write UPDATE
     and DELETE cluster them by `_file` through a shuffle for the same end: each file's rows stay
     together and in order, so a table clustered by a column stays clustered. Here the scan's

@@ -14,6 +14,7 @@ the manifest: they are not table columns, so no scan filter can use them.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 
 from pyspark.sql import DataFrame, functions as F
 
@@ -36,7 +37,8 @@ def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
 
 
 def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True,
-                       known_rows: int | None = None, read_straight: int = 0) -> list[DataFile]:
+                       known_rows: int | None = None,
+                       read_straight: Sequence[DataFile] = ()) -> list[DataFile]:
     """Write `rows` (the table's columns plus the two lineage columns) as data files
     (`rebalance`, `known_rows` and `read_straight` as `write_data_files`; row-level writes want a
     rebalance or their files' layout, a compaction has its own)."""
