@@ -148,3 +148,24 @@ def test_a_file_of_many_row_groups_is_rewritten_whole(ice):
         ice.spark.conf.unset("spark.sql.files.openCostInBytes")
     assert (out.num_updated_rows, out.num_removed_data_files, out.num_added_data_files) == (1, 1, 1)
     assert ice.sql("SELECT count(*), count_if(v = 'x') FROM local.db.t").collect()[0][:] == (100000, 1)
+
+
+def test_writes_overlapping_in_time_leave_the_users_settings(ice):
+    """Two writes of one session that overlap (threads) and set the same confs: the user's values
+    come back when the last ends, whichever ends first (each restoring what it found would leave
+    the first one's value set for good)."""
+    from pyice_sql.spark.write.data_writer import _session_conf
+
+    key = "spark.sql.files.maxPartitionBytes"
+    conf = ice.spark.conf
+    conf.set(key, "1234567")
+    try:
+        first, second = _session_conf(ice.spark, {key: "1"}), _session_conf(ice.spark, {key: "2"})
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert conf.get(key) == "2"  # the second write still runs with its value
+        second.__exit__(None, None, None)
+        assert conf.get(key) == "1234567"
+    finally:
+        conf.unset(key)

@@ -25,6 +25,7 @@ How a write works:
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
@@ -269,21 +270,37 @@ def proleptic_calendar(spark: SparkSession) -> Iterator[None]:
         yield
 
 
+# (session, key) -> [writes setting it now, the value before the first]: statements writing at
+# once from threads of one session restore the user's value when the last one ends (each
+# restoring what it found would leave an earlier write's value set for good)
+_OVERRIDDEN: dict[tuple[int, str], list] = {}
+_OVERRIDES = threading.Lock()
+
+
 @contextmanager
 def _session_conf(spark: SparkSession, values: dict[str, str]) -> Iterator[None]:
-    """The session conf with `values` set, restored afterwards."""
+    """The session conf with `values` set, the user's values restored afterwards."""
     conf = spark.conf
-    previous = {k: conf.get(k, None) for k in values}
-    for k, v in values.items():
-        conf.set(k, v)
+    with _OVERRIDES:
+        for k, v in values.items():
+            held = _OVERRIDDEN.setdefault((id(spark), k), [0, None])
+            if held[0] == 0:
+                held[1] = conf.get(k, None)
+            held[0] += 1
+            conf.set(k, v)
     try:
         yield
     finally:
-        for k, v in previous.items():
-            if v is None:
-                conf.unset(k)
-            else:
-                conf.set(k, v)
+        with _OVERRIDES:
+            for k in values:
+                held = _OVERRIDDEN[(id(spark), k)]
+                held[0] -= 1
+                if held[0] == 0:
+                    del _OVERRIDDEN[(id(spark), k)]
+                    if held[1] is None:
+                        conf.unset(k)
+                    else:
+                        conf.set(k, held[1])
 
 
 _NAN_COUNTS = "nan_counts"  # the write's observed metric: NaN values per float column
