@@ -85,10 +85,9 @@ def within_broadcast_threshold(df: Any) -> bool:
     if not is_connect(spark):
         threshold = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
     else:
-        setting = size_setting(spark, "spark.sql.autoBroadcastJoinThreshold", "10MB")
-        if setting is None:
+        threshold = size_setting(spark, "spark.sql.autoBroadcastJoinThreshold", "10MB")
+        if threshold is None:
             return False
-        threshold = setting
     size = _size_estimate(df)
     return size is not None and 0 <= size <= threshold
 
