@@ -193,7 +193,9 @@ def _plans_since(ice, last: int) -> list[str]:
 def test_the_scan_runs_in_one_generated_stage_up_to_its_shuffle(ice, sql):
     """The statement's counts are observed after the shuffle: Spark cannot generate code through
     an observation (CollectMetrics), which split the scan's stage in two or three, each compiled
-    (and evicted from Spark's 100-class cache by a mixed workload) on its own."""
+    (and evicted from Spark's 100-class cache by a mixed workload) on its own. A DELETE has no
+    shuffle (its scan's tasks write: merge_on_read's read straight): the observation comes after
+    the scan's filter and projections, which stay one generated stage."""
     from pyice_sql.spark.connect_backend import is_connect
     if is_connect(ice.spark):
         pytest.skip("Spark Connect: no shim, and the plans are the server's")
@@ -204,6 +206,9 @@ def test_the_scan_runs_in_one_generated_stage_up_to_its_shuffle(ice, sql):
     ways = [way for p in plans for way in _scan_stages(p)]
     assert ways, plans
     for way in ways:  # every node between the scan and its shuffle is in the generated stage (`*`)
+        if sql.startswith("DELETE"):
+            assert not any("Exchange" in p or "ShuffleQueryStage" in p for p in plans), plans
+            way = way[:[node.split()[0] for node in way].index("CollectMetrics")]
         assert way and all(node.startswith("* ") for node in way), way
     hit = {"UPDATE": range(1, 300, 10), "DELETE": range(2, 300, 10), "MERGE": range(0, 300, 7)}[sql.split()[0]]
     assert out.num_affected_rows == len(hit)
@@ -258,3 +263,54 @@ def test_local_files_follow_hadoops_umask_not_the_processes(ice):
     deletes = [f for f in written if f.endswith("-deletes.parquet")]
     assert len(deletes) == 3 and len(written) > 3
     assert {f: stat.S_IMODE(os.stat(f).st_mode) for f in written} == {f: 0o600 for f in written}
+
+
+@pytest.fixture
+def small_splits(ice):
+    """Settings under which Spark cuts a 2 MB file into several splits at its row groups (256 KB
+    row groups, splits of 512 KB, no cost added per file), the user's split size to restore."""
+    conf = ice.spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set("parquet.block.size", str(256 * 1024))
+    ice.spark.conf.set("spark.sql.files.openCostInBytes", "1")
+    ice.spark.conf.set("spark.sql.files.maxPartitionBytes", str(512 * 1024))
+    try:
+        ice.sql("CREATE DATABASE local.db")
+        ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({MOR})")
+        for lo in (0, 100000):
+            ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, sha2(CAST(id AS string), 256) "
+                    f"FROM range({lo}, {lo + 100000})")
+        sizes = [r[0] for r in ice.sql("SELECT file_size_in_bytes FROM local.db.t.files").collect()]
+        assert len(sizes) == 2 and min(sizes) > 4 * 512 * 1024
+        from pyice_sql.core.catalog.base import TableIdentifier
+        yield ice.catalogs["local"].load_table(TableIdentifier(("db",), "t")).metadata.location
+    finally:
+        conf.unset("parquet.block.size")
+        ice.spark.conf.unset("spark.sql.files.openCostInBytes")
+        ice.spark.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+def test_files_longer_than_a_split_are_read_whole_by_the_tasks_writing_their_deletes(ice, small_splits):
+    """Each data file's deleted positions come from one scan task (splits that cut no file, for
+    this write only): one job, one delete file per data file, holding all 100 of its positions."""
+    jobs, out = _jobs(ice, "DELETE FROM local.db.t WHERE id % 1000 = 5")
+    assert jobs == 1 and out.num_deleted_rows == 200 and out.num_added_delete_files == 2
+    deletes = ice.sql("SELECT referenced_data_file, record_count FROM local.db.t.delete_files").collect()
+    assert sorted(r.record_count for r in deletes) == [100, 100] and len({r.referenced_data_file for r in deletes}) == 2
+    assert tuple(ice.sql("SELECT count(*), count_if(id % 1000 = 5) FROM local.db.t").collect()[0]) == (199800, 0)
+    assert ice.spark.conf.get("spark.sql.files.maxPartitionBytes") == str(512 * 1024)
+    assert ice.spark.conf.get("spark.sql.files.minPartitionNum", None) is None
+
+
+def test_a_data_file_whose_deletes_two_tasks_wrote_fails_the_statement(ice, small_splits, monkeypatch):
+    """Were a file cut between scan tasks after all, each would write part of its positions to
+    the file's one delete file: the statement fails and leaves the table and its folder as they
+    were (the guard of delete_writer's summaries), never commits part of the deletes."""
+    import contextlib
+
+    import pyice_sql.spark.rowlevel.merge_on_read as merge_on_read
+
+    monkeypatch.setattr(merge_on_read, "files_read_whole", lambda spark, read: contextlib.nullcontext())
+    files, rows = files_under(small_splits), ice.sql("SELECT count(*) FROM local.db.t").collect()[0][0]
+    with pytest.raises(Exception, match="written by two tasks"):
+        ice.sql("DELETE FROM local.db.t WHERE id % 1000 = 5").collect()
+    assert files_under(small_splits) == files and ice.sql("SELECT count(*) FROM local.db.t").collect()[0][0] == rows

@@ -18,13 +18,22 @@ the delete files as they stream by (Iceberg Java's delta writer), so the tagged 
 cached nor read twice. Inserted rows have no data file: they ride in the task of the rows without
 one. A MERGE over a large source keeps two jobs: its inserts go to the data write's own
 advisory-size tasks, never all into one task of the delete write.
+
+A DELETE has no join: where the scan reads each data file whole in one task
+(`data_writer.files_read_whole` sets the splits for the write) its rows reach the delete writer
+grouped by file and in position order already, so the scan's tasks write the delete files with
+no shuffle at all: one Spark job, where Iceberg Java runs two (`_read_straight`). The
+writer fails a task that sees a file's rows come apart, and the driver a statement whose delete
+file two tasks wrote (delete_writer.py), so a split that did cut a file can never commit.
 """
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
+from pyice_sql.core.model.manifest import FileContent
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.read.reader import read_position_deletes
@@ -33,7 +42,7 @@ from pyice_sql.spark.rowlevel.context import (
     ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, counting_new_rows, deleted_count,
     file_scoped_deletes, matched, new_row, new_row_counts, observed, op_count, write_new_rows,
 )
-from pyice_sql.spark.write.data_writer import quote, write_data_files
+from pyice_sql.spark.write.data_writer import files_read_whole, quote, write_data_files
 from pyice_sql.spark.write.delete_writer import (
     InTaskTargets, PerFile, in_task_targets, write_position_deletes, write_position_deletes_along,
 )
@@ -51,6 +60,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
     in_tasks = in_task_targets(w.spark, targets, folded, F.col(FILE_ORDINAL) if by_ordinal else None)
+    as_read = in_tasks is not None and by_ordinal and _read_straight(w)
     if in_tasks is not None and _in_one_job(w):
         return _write_in_one_job(w, targets, folded, in_tasks)
     if w.writes_rows:  # the delete write, then the data write
@@ -67,7 +77,8 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
                                            F.lit(True).alias(OLD)))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
     grouped = _counting(w, check, unioned, deletes, ((DELETE, "deleted"),))
-    delete_files = write_position_deletes(rows, targets, w.write, grouped, in_tasks)
+    with files_read_whole(w.spark, list(targets.values())) if as_read else nullcontext():
+        delete_files = write_position_deletes(rows, targets, w.write, grouped, in_tasks, as_read)
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
@@ -77,6 +88,17 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
+
+
+def _read_straight(w: RowLevelWrite) -> bool:
+    """Whether the deleted rows come to the delete write straight from the scan, each data file's
+    in one task and in position order, so the scan's tasks write the delete files with no shuffle:
+    one job where Iceberg Java runs two. So for a DELETE (a MERGE joins, so shuffles) whose files
+    have no equality deletes (their anti-join may shuffle), read with splits that never cut a file
+    (`data_writer.files_read_whole`). Not for an UPDATE: its new rows would be written by every
+    scan task holding one (a data file per core), where the shuffle's adaptive tasks write few."""
+    return w.plan.source is None and not w.writes_rows and not any(
+        d.data_file.content == FileContent.EQUALITY_DELETES for t in w.tasks for d in t.deletes)
 
 
 def _in_one_job(w: RowLevelWrite) -> bool:

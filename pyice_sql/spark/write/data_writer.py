@@ -251,13 +251,38 @@ def _whole_file_splits(spark: SparkSession, target_file_size: int, read: Sequenc
         splits[_MIN_PARTITION_NUM] = str(max(1, min(spark.sparkContext.defaultParallelism, tasks)))
     elif tasks <= 1:  # (Spark Connect has no SparkContext to ask for them)
         splits[_MIN_PARTITION_NUM] = "1"
-    with _session_conf(spark, splits):
+    with _session_conf(spark, splits, widest=True):
+        yield
+
+
+@contextmanager
+def files_read_whole(spark: SparkSession, read: Sequence[DataFile]) -> Iterator[None]:
+    """Scan splits that never cut a file of `read`, for a job whose tasks write something per file
+    they read (the merge-on-read delete files of an UPDATE or DELETE read straight from the scan:
+    merge_on_read.py), with the task count Spark would give otherwise.
+
+    Spark cuts a file longer than `min(maxPartitionBytes, max(openCostInBytes, bytes read / minPartitionNum))`
+    and packs the pieces up to that size. With `minPartitionNum` = 1 the bytes read (every file's
+    length and open cost) bound it from below, so `maxPartitionBytes` alone sets it: Spark's own
+    split size, or the largest file (and its open cost) where that is larger. A classic session
+    only (Spark Connect has no SparkContext to ask the cores of). Overlapping writes of one session
+    keep the larger splits (`_session_conf`'s `widest`), which cut nothing that either would not."""
+    open_cost = size_setting(spark, _OPEN_COST, "4MB") or 0
+    default_num = spark.conf.get(_MIN_PARTITION_NUM, None) or spark.conf.get(_LEAF_PARALLELISM, None)
+    cores = max(1, int(default_num) if default_num else spark.sparkContext.defaultParallelism)
+    read_bytes = sum(f.file_size_in_bytes + open_cost for f in read)
+    split = min(size_setting(spark, _MAX_PARTITION_BYTES, "128MB") or 0, max(open_cost, read_bytes // cores))
+    largest = max((f.file_size_in_bytes for f in read), default=0) + open_cost
+    with _session_conf(spark, {_MAX_PARTITION_BYTES: str(max(split, largest, 1)), _MIN_PARTITION_NUM: "1"},
+                       widest=True):
         yield
 
 
 _MAX_PARTITION_BYTES = "spark.sql.files.maxPartitionBytes"
 _MIN_PARTITION_NUM = "spark.sql.files.minPartitionNum"
 _MIN_PARTITION_SIZE = "spark.sql.adaptive.coalescePartitions.minPartitionSize"
+_OPEN_COST = "spark.sql.files.openCostInBytes"
+_LEAF_PARALLELISM = "spark.sql.leafNodeDefaultParallelism"
 _REBASE_IN_WRITE = ("spark.sql.parquet.datetimeRebaseModeInWrite", "spark.sql.parquet.int96RebaseModeInWrite")
 
 
@@ -278,14 +303,19 @@ _OVERRIDES = threading.Lock()
 
 
 @contextmanager
-def _session_conf(spark: SparkSession, values: dict[str, str]) -> Iterator[None]:
-    """The session conf with `values` set, the user's values restored afterwards."""
+def _session_conf(spark: SparkSession, values: dict[str, str], widest: bool = False) -> Iterator[None]:
+    """The session conf with `values` set, the user's values restored afterwards. `widest` (split
+    settings: `maxPartitionBytes`, `minPartitionNum`): where another write of the session holds a
+    key now, the value giving the larger splits stays (the larger size, the smaller number)."""
     conf = spark.conf
     with _OVERRIDES:
         for k, v in values.items():
             held = _OVERRIDDEN.setdefault((id(spark), k), [0, None])
             if held[0] == 0:
                 held[1] = conf.get(k, None)
+            elif widest:
+                now = int(conf.get(k))
+                v = str(max(now, int(v)) if k == _MAX_PARTITION_BYTES else min(now, int(v)))
             held[0] += 1
             conf.set(k, v)
     try:

@@ -97,7 +97,8 @@ def in_task_targets(spark: SparkSession, targets: dict[str, DataFile], folded: d
 
 
 def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
-                           per_file: PerFile | None = None, in_tasks: InTaskTargets | None = None) -> list[DataFile]:
+                           per_file: PerFile | None = None, in_tasks: InTaskTargets | None = None,
+                           as_read: bool = False) -> list[DataFile]:
     """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
 
     `targets` maps data file paths to their DataFile, whose spec and partition the delete file
@@ -106,12 +107,15 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx
     position, with the window over one data file's rows in that order, and returns the rows to
     write (the caller's dedup, checks and counts ride in the same job as the write).
     `in_tasks` (from `in_task_targets`) selects the in-task writer, which then also folds the
-    previous deletes it names into each target's new delete file.
+    previous deletes it names into each target's new delete file. `as_read` (in-task writer only):
+    the rows come straight from a scan that reads each data file whole in one task
+    (`data_writer.files_read_whole`), so they are grouped by file and in position order already:
+    no shuffle, the scan's tasks write the delete files.
     """
     if not targets:
         return []
     if in_tasks is not None:
-        return _write_in_tasks(deletes, targets, ctx, per_file, in_tasks)
+        return _write_in_tasks(deletes, targets, ctx, per_file, in_tasks, as_read)
     return _write_with_spark(deletes, targets, ctx, per_file)
 
 
@@ -134,55 +138,63 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
                                f"{deletes} AS {_DELETES}", f"{emits} AS {_EMITS}", *carried])
     shim = load_shim(spark)
     along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx))
+    data_files: list[DataFile] = []
     try:
         data_files = write_rows(type(rows)(along.rows(), spark))  # pyspark's classic DataFrame of a JVM one
-        footers = shim.delete_file_summaries(along)
+        return _described(shim.delete_file_summaries(along), targets, outputs), data_files
     except BaseException:
         _delete_planned(ctx, outputs)
+        for f in data_files:
+            ctx.io.delete(f.file_path)
         raise
-    return _described(footers, targets, outputs), data_files
 
 
 def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
-                    in_tasks: InTaskTargets) -> list[DataFile]:
+                    in_tasks: InTaskTargets, as_read: bool) -> list[DataFile]:
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = deletes.sparkSession
-    rows, outputs, spec = _in_task_rows(deletes, targets, ctx, per_file, in_tasks)
+    rows, outputs, spec = _in_task_rows(deletes, targets, ctx, per_file, in_tasks, as_read=as_read)
     rows = rows.select(_KEY, "_file", F.col("_pos").cast("long"))
     try:
         footers = load_shim(spark).write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx))
+        return _described(footers, targets, outputs)
     except BaseException:
         _delete_planned(ctx, outputs)
         raise
-    return _described(footers, targets, outputs)
 
 
 def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
-                  in_tasks: InTaskTargets, along: bool = False) -> tuple[DataFrame, dict[str, str], str]:
+                  in_tasks: InTaskTargets, along: bool = False, as_read: bool = False
+                  ) -> tuple[DataFrame, dict[str, str], str]:
     """The in-task writer's rows (keyed, grouped by data file, sorted by position, `per_file`
     applied), each target's planned delete file, and the writer's targets spec. `along`: the rows
-    go on to a data file write (`write_position_deletes_along`)."""
-    spark = rows.sparkSession
+    go on to a data file write (`write_position_deletes_along`); `as_read`: they come grouped and
+    sorted from the scan (`write_position_deletes`)."""
     operation_id = new_operation_id(deletes=True)
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
     outputs = {path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
                                        file_name(i, 0, operation_id, 1, deletes=True))
                for i, (path, f) in enumerate(targets.items())}
     rows = rows.withColumn(_KEY, in_tasks.row_key)
-    if along and conf_enabled(spark, "spark.sql.adaptive.enabled", True):
-        # the rows carry the new rows too: adaptive execution sizes the tasks by them, as it does
-        # a Spark write's (a few changed rows make one task, so one new data file)
-        rows = rows.repartition(F.col(_KEY))
-    else:
-        # not left to AQE, which would coalesce by the shuffle's size: folding adds each file's
-        # previous positions after it (one task would write every file)
-        rows = rows.repartition(max(1, min(len(targets), spark.sparkContext.defaultParallelism)), F.col(_KEY))
-    rows = rows.sortWithinPartitions(_KEY, "_pos")
+    if not as_read:
+        rows = _grouped_by_file(rows, len(targets), along).sortWithinPartitions(_KEY, "_pos")
     if per_file is not None:
         rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))
     spec = _RECORD.join(f"{key}{_FIELD}{out}" for key, out in zip(in_tasks.keys, outputs.values()))
     return rows, outputs, spec
+
+
+def _grouped_by_file(rows: DataFrame, targets: int, along: bool) -> DataFrame:
+    """`rows` partitioned by their data file's key."""
+    spark = rows.sparkSession
+    if along and conf_enabled(spark, "spark.sql.adaptive.enabled", True):
+        # the rows carry the new rows too: adaptive execution sizes the tasks by them, as it does
+        # a Spark write's (a few changed rows make one task, so one new data file)
+        return rows.repartition(F.col(_KEY))
+    # not left to AQE, which would coalesce by the shuffle's size: folding adds each file's
+    # previous positions after it (one task would write every file)
+    return rows.repartition(max(1, min(targets, spark.sparkContext.defaultParallelism)), F.col(_KEY))
 
 
 def _delete_planned(ctx: WriteContext, outputs: dict[str, str]) -> None:
@@ -192,12 +204,21 @@ def _delete_planned(ctx: WriteContext, outputs: dict[str, str]) -> None:
 
 
 def _described(footers: str, targets: dict[str, DataFile], outputs: dict[str, str]) -> list[DataFile]:
-    """The in-task writer's footer summaries as delete files of their data files."""
+    """The in-task writer's footer summaries as delete files of their data files. A delete file
+    written twice (two tasks held rows of its data file, each writing part of its positions over
+    the other's) fails the statement, never commits part of them."""
     data_file_of = {out: targets[p] for p, out in outputs.items()}
+    summaries = json.loads(footers)
+    seen: set[str] = set()
+    for path in (f["path"] for f in summaries):
+        if path in seen:
+            raise RuntimeError(f"the position deletes of data file {data_file_of[path].file_path} were written by "
+                               f"two tasks (delete file {path}): its rows were not read by one task")
+        seen.add(path)
     written = [data_file_from_footer(f, DELETE_SCHEMA, _FULL_METRICS, f["path"], data_file_of[f["path"]].partition,
                                      data_file_of[f["path"]].spec_id, FileContent.POSITION_DELETES,
                                      referenced_data_file=data_file_of[f["path"]].file_path)
-               for f in json.loads(footers)]
+               for f in summaries]
     fault_point("delete-files")
     return written
 

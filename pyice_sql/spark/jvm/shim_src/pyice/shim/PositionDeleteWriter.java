@@ -5,10 +5,12 @@ import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -151,13 +153,14 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         Map<Long, String> outputs = outputs();
         Configuration hadoopConf = FooterStats.fromBroadcast(conf);
         List<String> out = new ArrayList<>();
+        Set<Long> done = new HashSet<>();
         long key = 0;
         String dataFile = null;
         LongList positions = new LongList();
         while (rows.hasNext()) {
             Row row = rows.next();
             if (dataFile != null && row.getLong(0) != key) {
-                out.add(writeFile(outputs, hadoopConf, key, dataFile, positions.toArray()));
+                out.add(writeFile(outputs, hadoopConf, done, key, dataFile, positions.toArray()));
                 positions = new LongList();
             }
             key = row.getLong(0);
@@ -165,16 +168,30 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
             positions.add(row.getLong(2));
         }
         if (dataFile != null) {
-            out.add(writeFile(outputs, hadoopConf, key, dataFile, positions.toArray()));
+            out.add(writeFile(outputs, hadoopConf, done, key, dataFile, positions.toArray()));
         }
         return out.iterator();
     }
 
-    private String writeFile(Map<Long, String> outputs, Configuration hadoopConf, long key, String dataFile,
-                             long[] fresh) throws IOException {
+    /**
+     * Writes one data file's delete file. {@code done}: the keys this task wrote already; the rows of a data file
+     * must come together and in position order (a shuffle by key and a sort, or a scan that reads each file whole
+     * in one task), or the task fails rather than write a file twice or out of order.
+     */
+    private String writeFile(Map<Long, String> outputs, Configuration hadoopConf, Set<Long> done, long key,
+                             String dataFile, long[] fresh) throws IOException {
         String output = outputs.get(key);
         if (output == null) {
             throw new IOException("no delete file planned for data file " + dataFile);
+        }
+        if (!done.add(key)) {
+            throw new IllegalStateException("the deleted positions of data file " + dataFile + " came apart in a task");
+        }
+        for (int i = 1; i < fresh.length; i++) {
+            if (fresh[i] <= fresh[i - 1]) {
+                throw new IllegalStateException("deleted positions of data file " + dataFile + " out of order: "
+                    + fresh[i - 1] + " then " + fresh[i]);
+            }
         }
         long[] positions = previous == null ? fresh : merge(fresh, previous.positions(key));
         Path path = new Path(output);
@@ -213,6 +230,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
                 private long key;
                 private String dataFile;
                 private LongList positions = new LongList();
+                private final Set<Long> keysWritten = new HashSet<>();
 
                 @Override
                 public boolean hasNext() {
@@ -253,7 +271,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
                         return;
                     }
                     try {
-                        written.add(writeFile(outputs, hadoopConf, key, dataFile, positions.toArray()));
+                        written.add(writeFile(outputs, hadoopConf, keysWritten, key, dataFile, positions.toArray()));
                     } catch (IOException e) {
                         throw new UncheckedIOException(e);
                     }
