@@ -113,3 +113,32 @@ def test_a_target_row_matched_twice_fails_and_writes_nothing(table):
                 "WHEN NOT MATCHED THEN INSERT *", src=src).collect()
     assert calls == []  # failed on the matched side, before any rewrite
     assert _files(ice) == before
+
+
+def test_a_broadcast_merge_writes_the_rows_in_the_tasks_that_read_them(ice, monkeypatch):
+    """With the source broadcast (the shape kept over a large target scan) the scan's tasks write
+    the rows they read, as a copy-on-write UPDATE's do: each rewritten file's rows together and in
+    order, and no rebalance of every copied row (one job fewer: 10 before); the inserted row comes
+    from the tasks of the unmatched source rows."""
+    monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
+    ranges = [range(lo, lo + 1000) for lo in range(0, 4000, 1000)]
+    for r in ranges:  # one file each, ids ascending
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, 'old' FROM range({r.start}, {r.stop})")
+    src = _src(ice, [(i, "new") for i in range(0, 4000, 10)] + [(5000, "ins")])
+    sc = ice.spark.sparkContext
+    sc.setJobGroup("broadcast-merge", "broadcast-merge")
+    try:
+        out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+                      "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("broadcast-merge")) <= 9
+    assert (out.num_updated_rows, out.num_inserted_rows, out.num_removed_data_files) == (400, 1, 4)
+    ids_by_file = [[r.id for r in ice.spark.read.parquet(p).select("id").collect()] for p in _files(ice)]
+    for r in ranges:
+        holding = [ids for ids in ids_by_file if any(i in r for i in ids)]
+        assert len(holding) == 1, f"the rows of ids {r.start}-{r.stop - 1} were split over {len(holding)} files"
+        assert [i for i in holding[0] if i in r] == list(r)  # together and in their order
+    assert _rows(ice) == {(i, "new" if i % 10 == 0 else "old") for i in range(4000)} | {(5000, "ins")}

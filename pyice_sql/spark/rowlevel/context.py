@@ -49,6 +49,9 @@ class RowLevelWrite:
     # `merge_rows` joins target and source by a shuffle of both on the join key (a NOT MATCHED
     # clause, no broadcast): adaptive execution sizes its tasks already, so no rebalance follows
     merged_by_key: bool = False
+    # `merge_rows` broadcasts the source: the target's rows stay in the tasks that read them, each
+    # file's together and in order, so those tasks can write them (copy_on_write.py)
+    merged_as_read: bool = False
 
     @property
     def by_path(self) -> dict[str, FileScanTask]:

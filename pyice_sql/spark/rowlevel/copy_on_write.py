@@ -12,7 +12,9 @@ source is broadcast); then the files with a matched row are joined with the sour
 their target rows kept, and everything but deleted rows is written: copies, updates and inserts
 from one MergeRows, as one write job. With a NOT MATCHED clause that join shuffles both sides by
 key (the source is broadcast only over a large target scan, as merge-on-read's), and its tasks,
-sized by adaptive execution, write the files: no rebalance, Java's three jobs. A file with a
+sized by adaptive execution, write the files: no rebalance, Java's three jobs. With the source
+broadcast, the target's rows stay in the scan's tasks, which write them (data_writer's
+`read_straight`, as an UPDATE's below): no shuffle of every copied row. A file with a
 matched row but no changed one is read (its rows decide which source rows are NOT MATCHED) but
 not rewritten. Both passes see the same pairs: the source is cached or local, and the plan
 deterministic. Any other MERGE (and format v3, whose copies keep their lineage columns:
@@ -87,7 +89,11 @@ def _merge_again(w: RowLevelWrite, per_file: list, out: Written) -> Written:
     if inserts:
         counts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
         written = written.observe(counts, op_count(INSERT).alias("inserted"))
-    out.data_files = write_data_files(w.table_rows(written), w.write, rebalance=not w.merged_by_key)
+    # with a broadcast source the scan's tasks write the rows they read (no shuffle of every copied
+    # row, each file's rows kept together); the unmatched source rows come in tasks of their own
+    straight = read_straight(read) if w.merged_as_read else []
+    out.data_files = write_data_files(w.table_rows(written), w.write, rebalance=not (w.merged_by_key or straight),
+                                      read_straight=straight)
     if inserts:
         out.inserted = observed(counts, lambda: new_row_counts(rows)).get("inserted") or 0
     return out

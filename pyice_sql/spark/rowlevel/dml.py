@@ -331,7 +331,8 @@ class RowLevelExecutor:
                           (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
                           if by_predicate else None, merge_rows, file_ordinals=file_path is not None,
                           read_twice=read_twice,
-                          merged_by_key=merge_again and plan.has_not_matched and not broadcast_again)
+                          merged_by_key=merge_again and plan.has_not_matched and not broadcast_again,
+                          merged_as_read=broadcast_again)
         write_mode = ({False: write_copy_on_write, True: write_copy_on_write_v3} if plan.mode != "merge-on-read"
                       else {False: write_merge_on_read, True: write_merge_on_read_v3})[v3]
         written: list[DataFile] = []
