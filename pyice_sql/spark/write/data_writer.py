@@ -258,7 +258,7 @@ def _whole_file_splits(spark: SparkSession, target_file_size: int, read: Sequenc
 @contextmanager
 def files_read_whole(spark: SparkSession, read: Sequence[DataFile]) -> Iterator[None]:
     """Scan splits that never cut a file of `read`, for a job whose tasks write something per file
-    they read (the merge-on-read delete files of an UPDATE or DELETE read straight from the scan:
+    they read (the merge-on-read delete files of a DELETE read straight from the scan:
     merge_on_read.py), with the task count Spark would give otherwise.
 
     Spark cuts a file longer than `min(maxPartitionBytes, max(openCostInBytes, bytes read / minPartitionNum))`
