@@ -289,28 +289,49 @@ def small_splits(ice):
         ice.spark.conf.unset("spark.sql.files.maxPartitionBytes")
 
 
-def test_files_longer_than_a_split_are_read_whole_by_the_tasks_writing_their_deletes(ice, small_splits):
-    """Each data file's deleted positions come from one scan task (splits that cut no file, for
-    this write only): one job, one delete file per data file, holding all 100 of its positions."""
+def test_a_delete_of_files_longer_than_a_split_keeps_its_shuffle(ice, small_splits):
+    """A file Spark would cut is not read whole by one task (that would slow the scan more than the
+    shuffle costs): the DELETE groups its rows by a shuffle, and still writes one delete file per
+    data file, holding all 100 of its positions."""
     jobs, out = _jobs(ice, "DELETE FROM local.db.t WHERE id % 1000 = 5")
-    assert jobs == 1 and out.num_deleted_rows == 200 and out.num_added_delete_files == 2
+    assert jobs == 2 and out.num_deleted_rows == 200 and out.num_added_delete_files == 2
     deletes = ice.sql("SELECT referenced_data_file, record_count FROM local.db.t.delete_files").collect()
     assert sorted(r.record_count for r in deletes) == [100, 100] and len({r.referenced_data_file for r in deletes}) == 2
     assert tuple(ice.sql("SELECT count(*), count_if(id % 1000 = 5) FROM local.db.t").collect()[0]) == (199800, 0)
     assert ice.spark.conf.get("spark.sql.files.maxPartitionBytes") == str(512 * 1024)
-    assert ice.spark.conf.get("spark.sql.files.minPartitionNum", None) is None
 
 
 def test_a_data_file_whose_deletes_two_tasks_wrote_fails_the_statement(ice, small_splits, monkeypatch):
-    """Were a file cut between scan tasks after all, each would write part of its positions to
-    the file's one delete file: the statement fails and leaves the table and its folder as they
-    were (the guard of delete_writer's summaries), never commits part of the deletes."""
+    """Were a file cut between scan tasks of a DELETE read straight after all, each task would write
+    part of its positions to the file's one delete file: the statement fails and leaves the table
+    and its folder as they were (the guard of delete_writer's summaries), never commits part of
+    them. (Forced here: the files taken for uncut, and Spark's own splits left to cut them.)"""
     import contextlib
 
     import pyice_sql.spark.rowlevel.merge_on_read as merge_on_read
 
+    monkeypatch.setattr(merge_on_read, "split_size", lambda spark, read: 1 << 40)
     monkeypatch.setattr(merge_on_read, "files_read_whole", lambda spark, read: contextlib.nullcontext())
     files, rows = files_under(small_splits), ice.sql("SELECT count(*) FROM local.db.t").collect()[0][0]
     with pytest.raises(Exception, match="written by two tasks"):
         ice.sql("DELETE FROM local.db.t WHERE id % 1000 = 5").collect()
     assert files_under(small_splits) == files and ice.sql("SELECT count(*) FROM local.db.t").collect()[0][0] == rows
+
+
+def test_a_delete_read_straight_writes_each_files_positions_from_one_task(ice):
+    """Files within Spark's split size: the scan's tasks write the delete files (one job), each
+    data file's positions complete in its one delete file, and the split settings come back."""
+    _table(ice, partitioned="")
+    for lo in (300, 600):
+        ice.sql(f"INSERT INTO local.db.t SELECT id, CAST(id % 3 AS int), concat('r', id) FROM range({lo}, {lo + 300})")
+    data_files = ice.sql("SELECT file_path FROM local.db.t.data_files").collect()
+    jobs, out = _jobs(ice, "DELETE FROM local.db.t WHERE id % 7 = 2")
+    hit = [i for i in range(900) if i % 7 == 2]
+    assert jobs == 1 and out.num_deleted_rows == len(hit)
+    deletes = ice.sql("SELECT referenced_data_file, record_count FROM local.db.t.delete_files").collect()
+    assert len({r.referenced_data_file for r in deletes}) == len(deletes) == len(data_files)
+    for d in deletes:  # each data file's deleted ids, all in its one delete file
+        ids = [r.id for r in ice.spark.read.parquet(d.referenced_data_file).select("id").collect()]
+        assert d.record_count == sum(1 for i in ids if i % 7 == 2)
+    assert {r.id for r in ice.sql("SELECT id FROM local.db.t").collect()} == set(range(900)) - set(hit)
+    assert ice.spark.conf.get("spark.sql.files.minPartitionNum", None) is None

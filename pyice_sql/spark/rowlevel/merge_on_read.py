@@ -33,7 +33,7 @@ from contextlib import nullcontext
 
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
-from pyice_sql.core.model.manifest import FileContent
+from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.read.reader import read_position_deletes
@@ -42,7 +42,7 @@ from pyice_sql.spark.rowlevel.context import (
     ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, counting_new_rows, deleted_count,
     file_scoped_deletes, matched, new_row, new_row_counts, observed, op_count, write_new_rows,
 )
-from pyice_sql.spark.write.data_writer import files_read_whole, quote, write_data_files
+from pyice_sql.spark.write.data_writer import files_read_whole, quote, split_size, write_data_files
 from pyice_sql.spark.write.delete_writer import (
     InTaskTargets, PerFile, in_task_targets, write_position_deletes, write_position_deletes_along,
 )
@@ -60,7 +60,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
     in_tasks = in_task_targets(w.spark, targets, folded, F.col(FILE_ORDINAL) if by_ordinal else None)
-    as_read = in_tasks is not None and by_ordinal and _read_straight(w)
+    as_read = in_tasks is not None and by_ordinal and _read_straight(w, list(targets.values()))
     if in_tasks is not None and _in_one_job(w):
         return _write_in_one_job(w, targets, folded, in_tasks)
     if w.writes_rows:  # the delete write, then the data write
@@ -90,15 +90,18 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
                    folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
 
 
-def _read_straight(w: RowLevelWrite) -> bool:
+def _read_straight(w: RowLevelWrite, files: list[DataFile]) -> bool:
     """Whether the deleted rows come to the delete write straight from the scan, each data file's
     in one task and in position order, so the scan's tasks write the delete files with no shuffle:
     one job where Iceberg Java runs two. So for a DELETE (a MERGE joins, so shuffles) whose files
     have no equality deletes (their anti-join may shuffle), read with splits that never cut a file
-    (`data_writer.files_read_whole`). Not for an UPDATE: its new rows would be written by every
-    scan task holding one (a data file per core), where the shuffle's adaptive tasks write few."""
-    return w.plan.source is None and not w.writes_rows and not any(
-        d.data_file.content == FileContent.EQUALITY_DELETES for t in w.tasks for d in t.deletes)
+    (`data_writer.files_read_whole`), where Spark would cut none anyway (a larger file read by one
+    task would slow the scan more than the shuffle costs). Not for an UPDATE: its new rows would
+    be written by every scan task holding one (a data file per core), where the shuffle's adaptive
+    tasks write few."""
+    return (w.plan.source is None and not w.writes_rows
+            and not any(d.data_file.content == FileContent.EQUALITY_DELETES for t in w.tasks for d in t.deletes)
+            and max((f.file_size_in_bytes for f in files), default=0) <= split_size(w.spark, files))
 
 
 def _in_one_job(w: RowLevelWrite) -> bool:

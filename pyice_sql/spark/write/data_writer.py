@@ -255,26 +255,31 @@ def _whole_file_splits(spark: SparkSession, target_file_size: int, read: Sequenc
         yield
 
 
-@contextmanager
-def files_read_whole(spark: SparkSession, read: Sequence[DataFile]) -> Iterator[None]:
-    """Scan splits that never cut a file of `read`, for a job whose tasks write something per file
-    they read (the merge-on-read delete files of a DELETE read straight from the scan:
-    merge_on_read.py), with the task count Spark would give otherwise.
-
-    Spark cuts a file longer than `min(maxPartitionBytes, max(openCostInBytes, bytes read / minPartitionNum))`
-    and packs the pieces up to that size. With `minPartitionNum` = 1 the bytes read (every file's
-    length and open cost) bound it from below, so `maxPartitionBytes` alone sets it: Spark's own
-    split size, or the largest file (and its open cost) where that is larger. A classic session
-    only (Spark Connect has no SparkContext to ask the cores of). Overlapping writes of one session
-    keep the larger splits (`_session_conf`'s `widest`), which cut nothing that either would not."""
+def split_size(spark: SparkSession, read: Sequence[DataFile]) -> int:
+    """The size Spark cuts the files of a scan of `read` at, and packs its splits up to, under the
+    session's settings (a classic session: the cores come from its SparkContext): `min(maxPartitionBytes,
+    max(openCostInBytes, bytes read / minPartitionNum))`, a file's bytes read being its length and
+    the open cost."""
     open_cost = size_setting(spark, _OPEN_COST, "4MB") or 0
     default_num = spark.conf.get(_MIN_PARTITION_NUM, None) or spark.conf.get(_LEAF_PARALLELISM, None)
     cores = max(1, int(default_num) if default_num else spark.sparkContext.defaultParallelism)
     read_bytes = sum(f.file_size_in_bytes + open_cost for f in read)
-    split = min(size_setting(spark, _MAX_PARTITION_BYTES, "128MB") or 0, max(open_cost, read_bytes // cores))
+    return min(size_setting(spark, _MAX_PARTITION_BYTES, "128MB") or 0, max(open_cost, read_bytes // cores))
+
+
+@contextmanager
+def files_read_whole(spark: SparkSession, read: Sequence[DataFile]) -> Iterator[None]:
+    """Scan splits that never cut a file of `read`, for a job whose tasks write something per file
+    they read (the merge-on-read delete files of a DELETE read straight from the scan:
+    merge_on_read.py), packed as Spark would pack them otherwise (`split_size`). With
+    `minPartitionNum` = 1 the bytes read (every file's length and open cost) bound Spark's split
+    size from below, so `maxPartitionBytes` alone sets it: that size, or the largest file (and its
+    open cost) where that is larger. Overlapping writes of one session keep the larger splits
+    (`_session_conf`'s `widest`), which cut nothing that either would not."""
+    open_cost = size_setting(spark, _OPEN_COST, "4MB") or 0
     largest = max((f.file_size_in_bytes for f in read), default=0) + open_cost
-    with _session_conf(spark, {_MAX_PARTITION_BYTES: str(max(split, largest, 1)), _MIN_PARTITION_NUM: "1"},
-                       widest=True):
+    with _session_conf(spark, {_MAX_PARTITION_BYTES: str(max(split_size(spark, read), largest, 1)),
+                               _MIN_PARTITION_NUM: "1"}, widest=True):
         yield
 
 
