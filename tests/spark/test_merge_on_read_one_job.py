@@ -335,3 +335,24 @@ def test_a_delete_read_straight_writes_each_files_positions_from_one_task(ice):
         assert d.record_count == sum(1 for i in ids if i % 7 == 2)
     assert {r.id for r in ice.sql("SELECT id FROM local.db.t").collect()} == set(range(900)) - set(hit)
     assert ice.spark.conf.get("spark.sql.files.minPartitionNum", None) is None
+
+
+@pytest.mark.parametrize("inline_chars", ["0", "1000000"])
+def test_specs_reach_the_tasks_inline_or_as_broadcasts_alike(ice, inline_chars):
+    """The shim ships each statement's specs (targets, file facts, previous deletes) inside the tasks
+    when small, as broadcast variables when large (Shipped.java): both reach the same rows."""
+    system = ice.spark._jvm.java.lang.System
+    system.setProperty("pyice.shim.inlineSpecChars", inline_chars)
+    try:
+        _table(ice, partitioned="")
+        ice.sql("DELETE FROM local.db.t WHERE id % 10 = 0")
+        ice.sql("UPDATE local.db.t SET v = 'u' WHERE id % 10 = 1")  # folds the DELETE's positions
+        ice.spark.createDataFrame([(i,) for i in range(0, 300, 4)], "id long").createOrReplaceTempView("src")
+        out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE").collect()[0]
+    finally:
+        system.clearProperty("pyice.shim.inlineSpecChars")
+    assert out.num_deleted_rows == sum(1 for i in range(0, 300, 4) if i % 10 != 0)
+    assert _rows(ice) == {(i, i % 3, "u" if i % 10 == 1 else f"r{i}") for i in range(300)
+                          if i % 10 != 0 and i % 4 != 0}
+    deletes = ice.sql("SELECT referenced_data_file FROM local.db.t.delete_files").collect()
+    assert len(deletes) == len({d.referenced_data_file for d in deletes})  # earlier positions folded in

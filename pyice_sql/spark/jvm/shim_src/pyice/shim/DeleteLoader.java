@@ -35,8 +35,8 @@ import org.apache.spark.sql.SparkSession;
  * compare without their {@code file:} prefix, as pyice_sql's Python side compares them
  * ({@code spark_paths.local_key}).
  *
- * <p>The spec (which files have which deletes) is a broadcast variable parsed once per executor JVM, so a scan of
- * many files does not ship it in every task. It holds one record per data file with deletes, records separated by
+ * <p>The spec (which files have which deletes) rides in the tasks when small, else is a broadcast variable
+ * ({@link Shipped}), parsed once per executor JVM. It holds one record per data file with deletes, records separated by
  * U+0000, fields by U+0001: the file's 64-bit key, its path as manifests and delete files spell it, then one field
  * per delete: {@code P<path>} for a position delete file, {@code V<path>} U+0002 offset U+0002 length U+0002
  * cardinality for a deletion vector. A spec whose first record is {@code *} lists every planned data file, those
@@ -52,7 +52,7 @@ final class DeleteLoader implements Serializable {
     private static final String FIELD = "\u0001";
     private static final String NUMBER = "\u0002";
 
-    /** Parsed specs on this JVM by broadcast id, so the tasks of one scan parse its spec once. */
+    /** Parsed specs on this JVM by their id ({@link Shipped}), so the tasks of one scan parse its spec once. */
     private static final Map<Long, Map<Long, DataFileDeletes>> PARSED = RecentSpecs.create(8);
     private static final DataFileDeletes NO_DELETES = new DataFileDeletes(null);
     /**
@@ -61,8 +61,8 @@ final class DeleteLoader implements Serializable {
      */
     private static final DataFileDeletes EVERY_FILE = new DataFileDeletes(null);
 
-    // Broadcast as JDK types, so the block manager resolves them without the shim's class loader.
-    private final Broadcast<String> spec;
+    private final Shipped spec;
+    // a JDK type, so the block manager resolves it without the shim's class loader
     private final Broadcast<byte[]> conf;
     private transient Map<Long, DataFileDeletes> byKey;
     private transient Configuration hadoopConf;
@@ -80,15 +80,15 @@ final class DeleteLoader implements Serializable {
         }
     }
 
-    private DeleteLoader(Broadcast<String> spec, Broadcast<byte[]> conf) {
+    private DeleteLoader(Shipped spec, Broadcast<byte[]> conf) {
         this.spec = spec;
         this.conf = conf;
     }
 
-    /** Broadcasts {@code spec} and {@code conf}; parses the spec now (so a bad one fails on the driver). */
+    /** Ships {@code spec} and {@code conf}; parses the spec now (so a bad one fails on the driver). */
     static DeleteLoader ship(SparkSession spark, String spec, Configuration conf) throws IOException {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-        Broadcast<String> shipped = jsc.broadcast(spec);
+        Shipped shipped = Shipped.of(jsc, spec);
         PARSED.put(shipped.id(), parse(spec));  // tasks on the driver's JVM reuse it
         return new DeleteLoader(shipped, FooterStats.ship(jsc, conf));
     }

@@ -4,7 +4,6 @@ import java.util.HashMap;
 import java.util.Map;
 
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
@@ -15,7 +14,7 @@ import org.apache.spark.sql.types.DataTypes;
 /**
  * The facts of a scanned row's data file (its manifest path, spec id, partition key, data sequence number, first
  * row id...) looked up by the file's 64-bit key ({@code xxhash64} of Spark's spelling of its path, see
- * {@link PositionDeleteFilter#fileKeys}) in a table shipped once as a broadcast variable.
+ * {@link PositionDeleteFilter#fileKeys}) in a table shipped with the tasks ({@link Shipped}).
  *
  * <p>A broadcast hash join of the same table would do, but its broadcast is a Spark job the scan waits for
  * (then a re-plan by adaptive execution), on every row-level statement. Here each fact is its own UDF column,
@@ -26,7 +25,7 @@ import org.apache.spark.sql.types.DataTypes;
  * through a join in place of the path; a null key (a row of no data file) gives null.
  *
  * <p>The table is a string of records separated by U+0000, fields by U+0001: the key, then one field per fact in
- * the order of {@code types} (an empty field is null). It is parsed once per JVM by broadcast id.
+ * the order of {@code types} (an empty field is null). It is parsed once per JVM.
  */
 public final class FileFacts implements UDF1<Long, Object> {
     private static final long serialVersionUID = 1L;
@@ -36,14 +35,14 @@ public final class FileFacts implements UDF1<Long, Object> {
     // files make ~14M characters of facts; shipped and parsed, they held 57 MB of the driver's heap (measured)
     private static final Map<Long, Map<Long, Object[]>> PARSED = RecentSpecs.create(4);
 
-    private final Broadcast<String> table;
+    private final Shipped table;
     private final String[] types;
     private final int fact;
     private transient Map<Long, Object[]> byKey;
     private transient long currentKey;
     private transient Object[] current;
 
-    private FileFacts(Broadcast<String> table, String[] types, int fact) {
+    private FileFacts(Shipped table, String[] types, int fact) {
         this.table = table;
         this.types = types;
         this.fact = fact;
@@ -55,7 +54,7 @@ public final class FileFacts implements UDF1<Long, Object> {
      */
     public static Column[] columns(SparkSession spark, String table, String typeNames, Column key) {
         String[] types = typeNames.split(",", -1);
-        Broadcast<String> shipped = JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(table);
+        Shipped shipped = Shipped.of(JavaSparkContext.fromSparkContext(spark.sparkContext()), table);
         PARSED.put(shipped.id(), parse(table, types));  // tasks on the driver's JVM reuse it
         Column[] out = new Column[types.length];
         for (int i = 0; i < types.length; i++) {

@@ -42,7 +42,7 @@ import org.apache.spark.util.CollectionAccumulator;
  *
  * <p>The rows are {@code (key, path, pos)}: the data file's 64-bit key, its path as manifests spell it (written
  * as {@code file_path}) and a position, partitioned by key and sorted by key and position, each position once.
- * The targets spec (a broadcast string) maps each key to the file to write, records separated by U+0000 and
+ * The targets spec ({@link Shipped}) maps each key to the file to write, records separated by U+0000 and
  * fields by U+0001: key, output path. The file name is fixed per data file, so a retried task overwrites what a
  * failed attempt left.
  *
@@ -60,15 +60,15 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         .required(PrimitiveTypeName.INT64).id(2147483545).named("pos")
         .named("table");
 
-    /** Parsed targets specs on this JVM by broadcast id. */
+    /** Parsed targets specs on this JVM by their id. */
     private static final Map<Long, Map<Long, String>> PARSED = RecentSpecs.create(8);
 
-    private final Broadcast<String> targets;
+    private final Shipped targets;
     private final Broadcast<byte[]> conf;
     private final DeleteLoader previous;  // null: nothing to fold
     private final String codec;
 
-    private PositionDeleteWriter(Broadcast<String> targets, Broadcast<byte[]> conf, DeleteLoader previous,
+    private PositionDeleteWriter(Shipped targets, Broadcast<byte[]> conf, DeleteLoader previous,
                                  String codec) {
         this.targets = targets;
         this.conf = conf;
@@ -127,7 +127,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
                                              Configuration conf, String codec) throws IOException {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(rows.sparkSession().sparkContext());
         CompressionCodecName.fromConf(codec);  // an unknown codec fails here, not in the tasks
-        Broadcast<String> shipped = jsc.broadcast(targets);
+        Shipped shipped = Shipped.of(jsc, targets);
         PARSED.put(shipped.id(), parse(targets));
         DeleteLoader loader = previousSpec == null ? null : DeleteLoader.ship(rows.sparkSession(), previousSpec, conf);
         return new PositionDeleteWriter(shipped, FooterStats.ship(jsc, conf), loader, codec);
