@@ -55,7 +55,7 @@ _FULL_METRICS = {props.DEFAULT_WRITE_METRICS_MODE: "full"}
 _TARGET = "target_file"
 _KEY = "__file_key"
 # the columns the in-task writer reads ahead of the rows' own when it writes along a data file write
-_ALONG_PATH, _ALONG_POS, _DELETES, _EMITS = "__delete_file_path", "__delete_pos", "__deletes", "__emits"
+_ALONG_POS, _DELETES, _EMITS = "__delete_pos", "__deletes", "__emits"
 # separators of PositionDeleteWriter.java's targets spec: records, fields
 _RECORD, _FIELD = "\0", "\1"
 
@@ -77,11 +77,14 @@ def in_task_targets(spark: SparkSession, targets: dict[str, DataFile], folded: d
                     ordinal: Column | None = None) -> InTaskTargets | None:
     """The targets' keys when the delete files can be written in the tasks, which then also fold
     the previous deletes `folded` (per data file path); None: Spark's writer (no shim, two targets
-    share a key, a previous delete the shim cannot read, or speculative execution, whose second
-    attempt of a task would write the same file as the first: Spark's commit protocol keeps one).
+    share a key, a previous delete the shim cannot read, a path holding a separator of the writer's
+    targets spec, or speculative execution, whose second attempt of a task would write the same
+    file as the first: Spark's commit protocol keeps one).
     `ordinal`: a column of the rows giving their data file's index in `targets`, which then keys
     them (else the hash of `_file`, computed per row and for each target by a JVM query)."""
     if not targets or is_connect(spark) or conf_enabled(spark, "spark.speculation", False):
+        return None
+    if any(_RECORD in p or _FIELD in p for p in targets):  # the targets spec could not hold the path
         return None
     if ordinal is not None:
         keys, row_key = list(range(len(targets))), ordinal
@@ -134,8 +137,8 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
 
     spark = rows.sparkSession
     keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks, along=True)
-    keyed = select_sql(keyed, [_KEY, f"_file AS {_ALONG_PATH}", f"CAST(_pos AS bigint) AS {_ALONG_POS}",
-                               f"{deletes} AS {_DELETES}", f"{emits} AS {_EMITS}", *carried])
+    keyed = select_sql(keyed, [_KEY, f"CAST(_pos AS bigint) AS {_ALONG_POS}", f"{deletes} AS {_DELETES}",
+                               f"{emits} AS {_EMITS}", *carried])
     shim = load_shim(spark)
     along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx))
     data_files: list[DataFile] = []
@@ -155,7 +158,7 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
 
     spark = deletes.sparkSession
     rows, outputs, spec = _in_task_rows(deletes, targets, ctx, per_file, in_tasks, as_read=as_read)
-    rows = rows.select(_KEY, "_file", F.col("_pos").cast("long"))
+    rows = rows.select(_KEY, F.col("_pos").cast("long"))
     try:
         footers = load_shim(spark).write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx))
         return _described(footers, targets, outputs)
@@ -181,7 +184,8 @@ def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteConte
         rows = _grouped_by_file(rows, len(targets), along).sortWithinPartitions(_KEY, "_pos")
     if per_file is not None:
         rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))
-    spec = _RECORD.join(f"{key}{_FIELD}{out}" for key, out in zip(in_tasks.keys, outputs.values()))
+    spec = _RECORD.join(f"{key}{_FIELD}{out}{_FIELD}{path}"
+                        for key, (path, out) in zip(in_tasks.keys, outputs.items()))
     return rows, outputs, spec
 
 

@@ -40,11 +40,13 @@ import org.apache.spark.util.CollectionAccumulator;
  * the driver. So the write needs no second sort of the folded rows, no staging folder to list, no footers to read
  * again and no files to move.
  *
- * <p>The rows are {@code (key, path, pos)}: the data file's 64-bit key, its path as manifests spell it (written
- * as {@code file_path}) and a position, partitioned by key and sorted by key and position, each position once.
- * The targets spec ({@link Shipped}) maps each key to the file to write, records separated by U+0000 and
- * fields by U+0001: key, output path. The file name is fixed per data file, so a retried task overwrites what a
- * failed attempt left.
+ * <p>The rows are {@code (key, pos)}: the data file's 64-bit key and a position, partitioned by key and sorted by
+ * key and position, each position once. The targets spec ({@link Shipped}) maps each key to the file to write and
+ * the data file's path as manifests spell it (written as {@code file_path}), records separated by U+0000 and
+ * fields by U+0001: key, output path, data file path. So the rows hold no string: the tasks convert no path per
+ * row, and a task's rows need none of the reflection-built conversions Spark gives string columns (on a fresh
+ * executor, initializing Scala reflection for them cost ~1.5 s, measured). The file name is fixed per data file,
+ * so a retried task overwrites what a failed attempt left.
  *
  * <p>{@link #along} writes the same files from inside another job instead: the merge-on-read write of an UPDATE or
  * a MERGE, where the rows that carry a deleted position also carry the new row's values, and inserted rows (which
@@ -61,7 +63,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         .named("table");
 
     /** Parsed targets specs on this JVM by their id. */
-    private static final Map<Long, Map<Long, String>> PARSED = RecentSpecs.create(8);
+    private static final Map<Long, Map<Long, String[]>> PARSED = RecentSpecs.create(8);
 
     private final Shipped targets;
     private final Broadcast<byte[]> conf;
@@ -91,9 +93,9 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
 
     /**
      * The rows of {@code rows} that carry a new row, to hand to the data file write, whose tasks then write the
-     * delete files as a side effect. {@code rows} are {@code (key, path, pos, deletes, emits, ...)}, partitioned
+     * delete files as a side effect. {@code rows} are {@code (key, pos, deletes, emits, ...)}, partitioned
      * and sorted as for {@link #write}: {@code deletes} says the row's position is deleted, {@code emits} that the
-     * row goes on (all its columns); a row that deletes nothing may have no key, path or position (an inserted
+     * row goes on (all its columns); a row that deletes nothing may have no key or position (an inserted
      * row). Read the footer summaries with {@link #summaries} once that job has run.
      */
     public static Along along(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
@@ -133,42 +135,43 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         return new PositionDeleteWriter(shipped, FooterStats.ship(jsc, conf), loader, codec);
     }
 
-    private static Map<Long, String> parse(String spec) {
-        Map<Long, String> byKey = new HashMap<>();
+    /** Key -> {output path, data file path}. */
+    private static Map<Long, String[]> parse(String spec) {
+        Map<Long, String[]> byKey = new HashMap<>();
         for (String record : spec.split(RECORD, -1)) {
             if (!record.isEmpty()) {
                 String[] fields = record.split(FIELD, -1);
-                byKey.put(Long.parseLong(fields[0]), fields[1]);
+                byKey.put(Long.parseLong(fields[0]), new String[] {fields[1], fields[2]});
             }
         }
         return byKey;
     }
 
-    private Map<Long, String> outputs() {
+    private Map<Long, String[]> outputs() {
         return PARSED.computeIfAbsent(targets.id(), id -> parse(targets.value()));
     }
 
     @Override
     public Iterator<String> call(Iterator<Row> rows) throws IOException {
-        Map<Long, String> outputs = outputs();
+        Map<Long, String[]> outputs = outputs();
         Configuration hadoopConf = FooterStats.fromBroadcast(conf);
         List<String> out = new ArrayList<>();
         Set<Long> done = new HashSet<>();
         long key = 0;
-        String dataFile = null;
+        boolean any = false;
         LongList positions = new LongList();
         while (rows.hasNext()) {
             Row row = rows.next();
-            if (dataFile != null && row.getLong(0) != key) {
-                out.add(writeFile(outputs, hadoopConf, done, key, dataFile, positions.toArray()));
+            if (any && row.getLong(0) != key) {
+                out.add(writeFile(outputs, hadoopConf, done, key, positions.toArray()));
                 positions = new LongList();
             }
             key = row.getLong(0);
-            dataFile = row.getString(1);
-            positions.add(row.getLong(2));
+            any = true;
+            positions.add(row.getLong(1));
         }
-        if (dataFile != null) {
-            out.add(writeFile(outputs, hadoopConf, done, key, dataFile, positions.toArray()));
+        if (any) {
+            out.add(writeFile(outputs, hadoopConf, done, key, positions.toArray()));
         }
         return out.iterator();
     }
@@ -178,12 +181,14 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * must come together and in position order (a shuffle by key and a sort, or a scan that reads each file whole
      * in one task), or the task fails rather than write a file twice or out of order.
      */
-    private String writeFile(Map<Long, String> outputs, Configuration hadoopConf, Set<Long> done, long key,
-                             String dataFile, long[] fresh) throws IOException {
-        String output = outputs.get(key);
-        if (output == null) {
-            throw new IOException("no delete file planned for data file " + dataFile);
+    private String writeFile(Map<Long, String[]> outputs, Configuration hadoopConf, Set<Long> done, long key,
+                             long[] fresh) throws IOException {
+        String[] target = outputs.get(key);
+        if (target == null) {
+            throw new IOException("no delete file planned for the data file of key " + key);
         }
+        String output = target[0];
+        String dataFile = target[1];
         if (!done.add(key)) {
             throw new IllegalStateException("the deleted positions of data file " + dataFile + " came apart in a task");
         }
@@ -222,13 +227,13 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
 
         @Override
         public Iterator<Row> call(Iterator<Row> rows) throws IOException {
-            Map<Long, String> outputs = outputs();
+            Map<Long, String[]> outputs = outputs();
             Configuration hadoopConf = FooterStats.fromBroadcast(conf);
             return new Iterator<Row>() {
                 private Row next;
                 private boolean done;
                 private long key;
-                private String dataFile;
+                private boolean any;  // rows of a data file since the last flush
                 private LongList positions = new LongList();
                 private final Set<Long> keysWritten = new HashSet<>();
 
@@ -241,15 +246,15 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
                             break;
                         }
                         Row row = rows.next();
-                        if (row.getBoolean(3)) {
-                            if (dataFile != null && row.getLong(0) != key) {
+                        if (row.getBoolean(2)) {
+                            if (any && row.getLong(0) != key) {
                                 flush();
                             }
                             key = row.getLong(0);
-                            dataFile = row.getString(1);
-                            positions.add(row.getLong(2));
+                            any = true;
+                            positions.add(row.getLong(1));
                         }
-                        if (row.getBoolean(4)) {
+                        if (row.getBoolean(3)) {
                             next = row;
                         }
                     }
@@ -267,15 +272,15 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
                 }
 
                 private void flush() {
-                    if (dataFile == null) {
+                    if (!any) {
                         return;
                     }
                     try {
-                        written.add(writeFile(outputs, hadoopConf, keysWritten, key, dataFile, positions.toArray()));
+                        written.add(writeFile(outputs, hadoopConf, keysWritten, key, positions.toArray()));
                     } catch (IOException e) {
                         throw new UncheckedIOException(e);
                     }
-                    dataFile = null;
+                    any = false;
                     positions = new LongList();
                 }
             };
