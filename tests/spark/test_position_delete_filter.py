@@ -267,13 +267,17 @@ def test_a_damaged_position_delete_file_fails_the_read_naming_it(ice, warehouse)
     assert os.path.basename(damaged) in str(failure.value)
 
 
-def test_the_shim_declines_when_two_planned_files_share_a_key(spark):
-    """Keys collide only for equal paths in practice; the shim's check is the same either way."""
+def test_the_shim_keys_paths_as_sparks_xxhash64_and_declines_a_shared_key(spark):
+    """The driver's keys (XxHash64.java) must be Spark's `xxhash64` of the same strings, which the
+    scan computes per row: every length around the algorithm's 4-, 8- and 32-byte steps, and
+    multi-byte UTF-8. Keys collide only for equal paths in practice; the check is the same."""
     from pyice_sql.spark.read.file_keys import file_keys
 
-    keys = file_keys(spark, ["file:/w/a.parquet", "file:/w/b.parquet"])
-    expected = list(spark.sql("SELECT xxhash64('file:/w/a.parquet'), xxhash64('file:/w/b.parquet')").first())
-    assert keys == expected  # Spark's own function, so per-row keys match
+    paths = ["x" * n for n in range(0, 40)] + [f"file:/w/{'y' * n}.parquet" for n in range(0, 70)] + [
+        "s3://b/ü/日本/é.parquet"]
+    expected = [r[0] for r in spark.createDataFrame([(p,) for p in paths], "p string")
+                .selectExpr("xxhash64(p)").collect()]
+    assert file_keys(spark, paths) == expected  # Spark's own function, so per-row keys match
     assert file_keys(spark, ["file:/w/a.parquet", "file:/w/a.parquet"]) is None
 
 

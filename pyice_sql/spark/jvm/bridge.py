@@ -436,7 +436,7 @@ class ShimHandle:
     def file_keys(self, spellings: str) -> str | None:
         """PositionDeleteFilter.fileKeys: the 64-bit keys of the U+0000-separated paths, comma-separated,
         or None when two collide (see read/file_keys.py)."""
-        return self._call_text("PositionDeleteFilter", "fileKeys", self._spark._jsparkSession, spellings)
+        return self._call_text("PositionDeleteFilter", "fileKeys", spellings)
 
     def live_rows(self, spec: str, key: Any, pos: Any) -> Any:
         """The JVM Column of PositionDeleteFilter.liveRows over the JVM columns `key` (the row's file key)

@@ -11,8 +11,8 @@ So rows carry a long that names their file (`scan_keys`):
 - else Spark's own `xxhash64` of the spelling, computed natively for the rows of those files
   only (a `CASE` on the size, against an array literal so that the generated code does not change
   with the sizes: referencing the path there cost a plain size key's time, measured);
-  the JVM shim computes the same key of each such file on the driver (over a local relation: no
-  job).
+  the JVM shim computes the same key of each such file on the driver (XxHash64.java: no Spark
+  query).
 The keys of a scan must all differ, or the caller keeps the string joins, so a collision can
 never mix up two files. A row whose key is no planned file's (its file's size on storage differs
 from its manifest's) fails its task in both lookups (FileFacts.java, and the delete spec lists

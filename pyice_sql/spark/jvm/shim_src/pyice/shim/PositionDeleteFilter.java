@@ -3,16 +3,12 @@ package pyice.shim;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.Column;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.api.java.UDF2;
@@ -83,21 +79,14 @@ public final class PositionDeleteFilter implements UnboundFunction, ScalarFuncti
     }
 
     /**
-     * Spark's {@code xxhash64} of each of {@code spellings} (paths separated by U+0000), computed over a local
-     * relation (on the driver, no job), as decimal numbers separated by commas; null when two share a key.
+     * Spark's {@code xxhash64} of each of {@code spellings} (paths separated by U+0000), computed here
+     * ({@link XxHash64}), as decimal numbers separated by commas; null when two share a key.
      */
-    public static String fileKeys(SparkSession spark, String spellings) {
-        List<Row> input = new ArrayList<>();
-        for (String p : spellings.split(RECORD, -1)) {
-            input.add(RowFactory.create(p));
-        }
-        StructType schema = new StructType().add("p", DataTypes.StringType, false);
-        List<Row> rows = spark.createDataFrame(input, schema).select(functions.xxhash64(functions.col("p")))
-            .collectAsList();
+    public static String fileKeys(String spellings) {
         StringBuilder out = new StringBuilder();
         Set<Long> seen = new HashSet<>();
-        for (Row r : rows) {
-            long key = r.getLong(0);
+        for (String p : spellings.split(RECORD, -1)) {
+            long key = XxHash64.of(p);
             if (!seen.add(key)) {
                 return null;
             }
