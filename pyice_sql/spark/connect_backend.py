@@ -73,6 +73,25 @@ def is_local_data(df: Any) -> bool:
     return optimized.lstrip().startswith("LocalRelation")
 
 
+def reads_cached_data(df: Any) -> bool:
+    """Whether `df` optimizes to rows Spark already caches: an InMemoryRelation under projections
+    and filters only. Each read of it reads that cache, so caching it again would only add a job
+    copying the rows into a second cache."""
+    if not is_connect(df.sparkSession):
+        node = df._jdf.queryExecution().optimizedPlan()
+        while str(node.nodeName()) in _PASSING_NODES:
+            node = node.children().head()
+        return str(node.nodeName()) == "InMemoryRelation"
+    optimized = _section(df._explain_string(extended=True), "Optimized Logical Plan").splitlines()[1:]
+    for line in optimized:
+        name = line.lstrip(" :+-|").split(" ", 1)[0]
+        if name not in _PASSING_NODES:
+            return name == "InMemoryRelation"
+    return False
+
+
+_PASSING_NODES = ("Project", "Filter")
+
 _UNITS = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 

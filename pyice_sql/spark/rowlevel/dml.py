@@ -48,7 +48,7 @@ from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.core.plan.rules.join_type import keep_broadcast_for_target
 from pyice_sql.spark.connect_backend import (
-    analyzed_deterministic, fill_cache, is_local_data, size_unknown, within_broadcast_threshold,
+    analyzed_deterministic, fill_cache, is_local_data, reads_cached_data, size_unknown, within_broadcast_threshold,
 )
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
@@ -152,11 +152,13 @@ class RowLevelExecutor:
         """`source`, cached unless Spark holds its rows in the plan: it is read by the key pre-pass
         and the join. A source Spark cannot size (rows from Python's `createDataFrame`, an RDD) has
         its cache filled first, so that the plan rules see its real size: a small one then gets the
-        plans of a small source (keys collected, broadcast, one write job) as SQL VALUES do."""
+        plans of a small source (keys collected, broadcast, one write job) as SQL VALUES do. A
+        source that reads a cache already (a cached DataFrame's view, deterministic) is read from it."""
         if is_local_data(source):
             return source
-        source = source.persist()
-        self._persisted.append(source)
+        if not (reads_cached_data(source) and analyzed_deterministic(source)):
+            source = source.persist()
+            self._persisted.append(source)
         if not size_unknown(source):
             return source
         # new plans: one that reads the cache to fill it, and one whose cached relation then
