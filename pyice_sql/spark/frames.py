@@ -11,17 +11,27 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, functions as F
 
 from pyice_sql.spark.connect_backend import is_connect
 
 
-def select_sql(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
-    """`df.selectExpr(*exprs)`: Spark SQL expressions, names quoted with backticks."""
+def select_sql(df: DataFrame, exprs: Sequence[str], extra: Sequence[Column] = ()) -> DataFrame:
+    """`df.selectExpr(*exprs)`: Spark SQL expressions, names quoted with backticks; then the columns
+    `extra` (built as Columns: a shim function's, say), in the same projection: one analysis of the
+    plan, not two."""
     spark = df.sparkSession
-    if is_connect(spark) or not exprs:
-        return df.selectExpr(*exprs)
-    from pyice_sql.spark.jvm.bridge import java_string_list
+    if is_connect(spark):
+        return df.select(*map(F.expr, exprs), *extra) if extra else df.selectExpr(*exprs)
+    if not exprs and not extra:
+        return df.selectExpr()
+    from pyice_sql.spark.jvm.bridge import java_string_list, load_shim
 
     jvm = spark._jvm
-    return type(df)(df._jdf.selectExpr(jvm.PythonUtils.toSeq(java_string_list(jvm, exprs))), spark)
+    jexprs = java_string_list(jvm, exprs)
+    if not extra:
+        return type(df)(df._jdf.selectExpr(jvm.PythonUtils.toSeq(jexprs)), spark)
+    from py4j.java_collections import ListConverter
+
+    jextra = ListConverter().convert([c._jc for c in extra], jvm._gateway_client)
+    return type(df)(load_shim(spark).select_with(df._jdf, jexprs, jextra), spark)

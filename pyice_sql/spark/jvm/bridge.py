@@ -398,6 +398,11 @@ class ShimHandle:
         their metadata (field ids), built in one call (Frames.java)."""
         return self._call("Frames", "withFieldMetadata", frame, schema_json)
 
+    def select_with(self, frame: Any, exprs: Any, extra: list[Any]) -> Any:
+        """The JVM Dataset `frame`'s projection of the SQL expressions `exprs` (a java.util.List) and then
+        of the JVM columns `extra`, in one analysis (Frames.java)."""
+        return self._call("Frames", "selectWith", frame, exprs, extra)
+
     def joined(self, items: Any, separator: str) -> str:
         """The JVM String[] `items` joined by `separator`, fetched without py4j's wait on long answers."""
         return _read_pieces(self._call("Text", "joined", items, separator))

@@ -200,37 +200,40 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
             keys, key = found
     # the columns over the row's file key (the live flag, the facts), added in one projection: every
     # DataFrame operation is an analysis of the whole plan on the driver (~10-15 ms each)
-    added: list[Column] = []
+    added: dict[str, Column] = {}
     live = live_rows(spark, tasks, keys, key, F.col(POS_COL)) if pos_deletes and keys else None
     if live is not None:
         pos_deletes = []
         if live_flag:
-            added.append(live.alias(live_flag))
+            added[live_flag] = live
         else:
             data = data.where(live)
     elif live_flag:
-        added.append(F.lit(True).alias(live_flag))  # deletes (if any) are applied by the joins below
+        added[live_flag] = F.lit(True)  # deletes (if any) are applied by the joins below
     if keyed:
         facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
                   t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)]
         looked_up = lookup_facts(spark, dict(zip(keys, facts)), [f.dataType.simpleString() for f in _FACTS],
                                  key) if keys is not None else None
         if looked_up is not None:
-            added += [c.alias(f.name) for c, f in zip(looked_up, _FACTS)]
+            added.update((f.name, c) for c, f in zip(looked_up, _FACTS))
         else:
             files = local_rows(spark, [(spellings()[t.file.file_path], *f) for t, f in zip(tasks, facts)],
                                T.StructType([T.StructField(_SPARK_PATH, T.StringType()), *_FACTS]))
             data = data.join(F.broadcast(files), _SPARK_PATH)
+    meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
+    extra = [*meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []), *([FILE_ORDINAL_COL] if file_ordinal else []),
+             *([live_flag] if live_flag else [])]
+    if not pos_deletes and not eq_deletes and all(c in added or c == POS_COL for c in extra):
+        # nothing joined after them: the added columns are computed in the final projection
+        return select_sql(data, names, [added[c].alias(c) if c in added else F.col(POS_COL) for c in extra])
     if added:
-        data = data.select("*", *added)
+        data = data.select("*", *[c.alias(n) for n, c in added.items()])
     if pos_deletes:
         data = _apply_position_deletes(spark, data, pos_deletes, spellings(), keyed)
     if eq_deletes:
         data = _apply_equality_deletes(spark, schema, data, eq_deletes)
-    meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
-    return select_sql(data, names + [quote(c) for c in (
-        *meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []), *([FILE_ORDINAL_COL] if file_ordinal else []),
-        *([live_flag] if live_flag else []))])
+    return select_sql(data, names + [quote(c) for c in extra])
 
 
 def _promoted_read_schema(schema: Schema, written: Schema | None) -> Schema | None:

@@ -1,5 +1,7 @@
 package pyice.shim;
 
+import java.util.List;
+
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -26,6 +28,21 @@ public final class Frames {
         for (int i = 0; i < fields.length; i++) {
             String name = fields[i].name();
             columns[i] = functions.col("`" + name.replace("`", "``") + "`").as(name, fields[i].metadata());
+        }
+        return df.select(columns);
+    }
+
+    /**
+     * {@code df.selectExpr(exprs)} followed by the columns {@code extra}, as one projection: every Dataset
+     * operation is an analysis of the whole plan on the driver, and a row-level statement's plan grows with each.
+     */
+    public static Dataset<Row> selectWith(Dataset<Row> df, List<String> exprs, List<Column> extra) {
+        Column[] columns = new Column[exprs.size() + extra.size()];
+        for (int i = 0; i < exprs.size(); i++) {
+            columns[i] = functions.expr(exprs.get(i));
+        }
+        for (int i = 0; i < extra.size(); i++) {
+            columns[exprs.size() + i] = extra.get(i);
         }
         return df.select(columns);
     }
