@@ -473,14 +473,18 @@ _FRESH_JVM_SCRIPT = textwrap.dedent("""
     import pyice_sql
     ice = pyice_sql.connect(spark, warehouse=out + "/wh")
     ice.sql("CREATE TABLE local.db.t (id bigint) USING iceberg "
-            "TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+            "TBLPROPERTIES ('write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read')")
     ice.sql("INSERT INTO local.db.t SELECT id FROM range(0, 20)")
     ice.sql("DELETE FROM local.db.t WHERE id % 3 = 0")
     scan = ice.sql("SELECT id FROM local.db.t")
     plan = scan._jdf.queryExecution().optimizedPlan().toString()
+    live = sorted(r.id for r in scan.collect())
+    # the delete files written along the data file write (PositionDeleteWriter.along's filter)
+    ice.sql("UPDATE local.db.t SET id = id + 100 WHERE id % 3 = 1")
+    updated = sorted(r.id for r in ice.sql("SELECT id FROM local.db.t").collect())
     print("RESULT " + json.dumps({
         "mode": shim.mode, "direct": direct, "rows": stats["rowCount"], "buckets": list(row),
-        "live": sorted(r.id for r in scan.collect()),
+        "live": live, "updated": updated,
         "filter": "function" if ".invoke" in plan else "udf" if "UDF" in plan else plan,
         "dv": [dv.b.lower(), dv.p],
         "write": [shim.write_new(out + "/f", b"1"), shim.write_new(out + "/f", b"2")],
@@ -507,5 +511,6 @@ def test_other_load_path_in_fresh_jvm(spark, shim, tmp_path):
                       # the position-delete filter: Spark loads the shim's function catalog by name
                       # only when the jar is on its class path; a loaded shim keeps the UDF
                       "live": [i for i in range(20) if i % 3], "filter": "function" if mode == "classpath" else "udf",
+                      "updated": sorted(i + 100 if i % 3 == 1 else i for i in range(20) if i % 3),
                       "dv": [serialize_positions([1, 4, 6]).hex(), [1, 4, 6]],
                       "write": [True, False], "rename": [True, False], "long": [True, True]}
