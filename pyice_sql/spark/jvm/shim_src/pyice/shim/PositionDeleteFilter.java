@@ -1,7 +1,6 @@
 package pyice.shim;
 
 import java.io.IOException;
-import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -12,13 +11,9 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.api.java.UDF2;
-import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
-import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
-import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructType;
 
 /**
  * Position deletes and deletion vectors applied inside the scan tasks, the way Iceberg Java applies them: each
@@ -40,7 +35,7 @@ import org.apache.spark.sql.types.StructType;
  * previous deletes into its new delete file or deletion vector: they ask once per data file the statement
  * changed, in the write tasks, so the previous deletes of untouched files are never read.
  */
-public final class PositionDeleteFilter implements UnboundFunction, ScalarFunction<Boolean>, Serializable {
+public final class PositionDeleteFilter extends RowPredicate {
     private static final long serialVersionUID = 1L;
     private static final DataType[] INPUT_TYPES = {DataTypes.LongType, DataTypes.LongType};
     private static final String RECORD = "\u0000";
@@ -96,23 +91,8 @@ public final class PositionDeleteFilter implements UnboundFunction, ScalarFuncti
     }
 
     @Override
-    public BoundFunction bind(StructType inputType) {
-        return this;
-    }
-
-    @Override
     public DataType[] inputTypes() {
         return INPUT_TYPES;
-    }
-
-    @Override
-    public DataType resultType() {
-        return DataTypes.BooleanType;
-    }
-
-    @Override
-    public boolean isResultNullable() {
-        return false;
     }
 
     @Override

@@ -34,13 +34,9 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
-import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
-import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.CollectionAccumulator;
 import org.apache.spark.util.TaskCompletionListener;
 import org.apache.spark.util.TaskFailureListener;
@@ -247,7 +243,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * the data file write of the same task has committed: a failure there fails the task, and its retry writes the
      * same file names again). Not deterministic, so Spark neither moves nor repeats it.
      */
-    public final class AlongDeletes implements UnboundFunction, ScalarFunction<Boolean> {
+    public final class AlongDeletes extends RowPredicate {
         private static final long serialVersionUID = 1L;
         private final CollectionAccumulator<String> written;
         private transient boolean started;
@@ -323,24 +319,9 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         }
 
         @Override
-        public BoundFunction bind(StructType inputType) {
-            return this;
-        }
-
-        @Override
         public DataType[] inputTypes() {
             return new DataType[] {DataTypes.LongType, DataTypes.LongType, DataTypes.BooleanType,
                                    DataTypes.BooleanType};
-        }
-
-        @Override
-        public DataType resultType() {
-            return DataTypes.BooleanType;
-        }
-
-        @Override
-        public boolean isResultNullable() {
-            return false;
         }
 
         @Override
