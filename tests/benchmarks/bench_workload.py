@@ -8,8 +8,8 @@ The workload is /work/shared/bench/iceberg_java_workload.py (its `build()` makes
 source DataFrames): insert, merge, update, delete, three 3-row statements (merge3, update3,
 delete3: the small-statement case), scan on a 5-column table, uniform (8 files) or
 clustered (100 files sorted by id), format v2 or v3 (`--format-versions 2,3`: v3 merge-on-read
-writes deletion vectors on both engines). Per (mode, format, shape, repeat) both engines get their own fresh
-table — the reference in catalog `ref` (Iceberg 1.10.2 through spark.sql), pyice_sql in catalog
+writes deletion vectors on both engines), at one or more row counts (`--rows 1000000,10000000`).
+Per (rows, mode, format, shape, repeat) both engines get their own fresh table — the reference in catalog `ref` (Iceberg 1.10.2 through spark.sql), pyice_sql in catalog
 `local` (ice.sql / ice.append) — and run each op in turn; which engine goes first alternates per
 op, per case and per round (each engine goes first on every op of a case over two rounds), to
 spread noise (JIT warm-up, page cache, GC). After the scan both results (count, sum, distinct)
@@ -18,7 +18,8 @@ must agree, else the script exits 1.
 Output: one JSON line per measurement ({"sys", "mode", "shape", "rows", "op", "s", ...}; pyice's
 DML lines add the target scan's driver planning time and files kept/total from `ice.last_plan`,
 and both engines' lines the new snapshot's file counts), then a table of seconds and pyice/java
-ratios. --jobs adds the Spark jobs each op ran (duration, tasks, call site); --profile FILE dumps
+ratios (medians over the rounds); with several row counts, each op's growth: its time at the
+largest count over its time at the smallest, per engine. --jobs adds the Spark jobs each op ran (duration, tasks, call site); --profile FILE dumps
 cProfile stats of pyice's ops. Not a pytest module (not collected: no test_ prefix).
 """
 from __future__ import annotations
@@ -130,14 +131,15 @@ def last_summary(run_sql, table: str) -> dict:
     return {k: int(s[k]) for k in keys if s and k in s}
 
 
-def run_case(spark, ice, jobs, a, mode: str, fv: int, shape: str, rep: int, case_no: int, prof, results: list) -> None:
-    name = f"t_{mode.replace('-', '_')}_v{fv}_{shape}_{rep}"
+def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep: int, case_no: int, prof,
+             results: list) -> None:
+    name = f"t_{mode.replace('-', '_')}_v{fv}_{shape}_{rows}_{rep}"
     ref_t, ice_t = f"ref.db.{name}", f"local.db.{name}"
     props = (f"'format-version'='{fv}', 'write.merge.mode'='{mode}', 'write.delete.mode'='{mode}', "
              f"'write.update.mode'='{mode}'")
     spark.sql(f"CREATE TABLE {ref_t} ({COLUMNS}) USING iceberg TBLPROPERTIES ({props})")
     ice.sql(f"CREATE TABLE {ice_t} ({COLUMNS}) USING iceberg TBLPROPERTIES ({props})")
-    base, src = build(spark, a.rows, shape)
+    base, src = build(spark, rows, shape)
     src = src.cache()
     src.count()
     src.createOrReplaceTempView("src")
@@ -165,7 +167,7 @@ def run_case(spark, ice, jobs, a, mode: str, fv: int, shape: str, rep: int, case
                     p.disable()
             dt = time.perf_counter() - t
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-            rec = {"sys": sys_name, "mode": mode, "format_version": fv, "shape": shape, "rows": a.rows, "op": op, "rep": rep,
+            rec = {"sys": sys_name, "mode": mode, "format_version": fv, "shape": shape, "rows": rows, "op": op, "rep": rep,
                    "s": round(dt, 3), "first": sys_name == order[0]}
             if sys_name == "pyice" and op != "insert" and ice.last_plan is not None:
                 m = ice.last_plan.metrics
@@ -202,20 +204,36 @@ def run_case(spark, ice, jobs, a, mode: str, fv: int, shape: str, rep: int, case
 def print_table(results: list) -> None:
     rows = {}
     for r in results:
-        rows.setdefault((f"{r['mode']} v{r['format_version']}", r["shape"], r["op"]), {}).setdefault(r["sys"], []).append(r["s"])
-    print(f"\n{'mode':<17} {'shape':<10} {'op':<7} {'java s':>8} {'pyice s':>8} {'ratio':>6}")
-    for (mode, shape, op), by in rows.items():
-        j, p = statistics.median(by["iceberg-java"]), statistics.median(by["pyice"])
-        print(f"{mode:<17} {shape:<10} {op:<7} {j:>8.2f} {p:>8.2f} {p / j if j else float('nan'):>6.2f}")
-    for mode_shape in sorted({(m, s) for m, s, _ in rows}):
-        tj = sum(statistics.median(rows[(*mode_shape, op)]["iceberg-java"]) for op in OPS)
-        tp = sum(statistics.median(rows[(*mode_shape, op)]["pyice"]) for op in OPS)
-        print(f"{mode_shape[0]:<17} {mode_shape[1]:<10} {'TOTAL':<7} {tj:>8.2f} {tp:>8.2f} {tp / tj:>6.2f}")
+        key = (f"{r['mode']} v{r['format_version']}", r["shape"], r["rows"], r["op"])
+        rows.setdefault(key, {}).setdefault(r["sys"], []).append(r["s"])
+    median = {k: {s: statistics.median(v) for s, v in by.items()} for k, by in rows.items()}
+    print(f"\n{'mode':<17} {'shape':<10} {'rows':>9} {'op':<7} {'java s':>8} {'pyice s':>8} {'ratio':>6}")
+    for (mode, shape, n, op), by in median.items():
+        j, p = by["iceberg-java"], by["pyice"]
+        print(f"{mode:<17} {shape:<10} {n:>9} {op:<7} {j:>8.2f} {p:>8.2f} {p / j if j else float('nan'):>6.2f}")
+    for case in sorted({k[:3] for k in median}):
+        tj = sum(median[(*case, op)]["iceberg-java"] for op in OPS)
+        tp = sum(median[(*case, op)]["pyice"] for op in OPS)
+        print(f"{case[0]:<17} {case[1]:<10} {case[2]:>9} {'TOTAL':<7} {tj:>8.2f} {tp:>8.2f} {tp / tj:>6.2f}")
+    sizes = sorted({k[2] for k in median})
+    if len(sizes) < 2:
+        return
+    # growth: each op's median time at the largest row count over its time at the smallest
+    small, large = sizes[0], sizes[-1]
+    print(f"\ngrowth: time at {large} rows / time at {small} rows ({large / small:g}x the rows)")
+    print(f"{'mode':<17} {'shape':<10} {'op':<7} {'java':>6} {'pyice':>6}")
+    for mode, shape in sorted({k[:2] for k in median}):
+        for op in OPS:
+            lo, hi = median.get((mode, shape, small, op)), median.get((mode, shape, large, op))
+            if lo and hi:
+                j, p = (hi[s] / lo[s] for s in ("iceberg-java", "pyice"))
+                print(f"{mode:<17} {shape:<10} {op:<7} {j:>6.2f} {p:>6.2f}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--rows", default="2000000",
+                    help="row counts, e.g. 1000000,10000000: adds each op's growth from the smallest to the largest")
     ap.add_argument("--modes", default="merge-on-read,copy-on-write")
     ap.add_argument("--shapes", default="uniform,clustered")
     ap.add_argument("--format-versions", default="2",
@@ -246,11 +264,14 @@ def main() -> int:
             # flips from round to round, however many cases a round holds (a running case number
             # kept one engine first on an op in every round when a round held an even number)
             case_no = rep
-            for mode in a.modes.split(","):
-                for fv in [int(v) for v in a.format_versions.split(",")]:
-                    for shape in a.shapes.split(","):
-                        run_case(spark, ice, jobs, a, mode.strip(), fv, shape.strip(), rep, case_no, prof, results)
-                        case_no += 1
+            counts = [int(n) for n in a.rows.split(",")]
+            for rows in counts if rep % 2 == 0 else counts[::-1]:  # the session's cold start moves too
+                for mode in a.modes.split(","):
+                    for fv in [int(v) for v in a.format_versions.split(",")]:
+                        for shape in a.shapes.split(","):
+                            run_case(spark, ice, jobs, a, rows, mode.strip(), fv, shape.strip(), rep, case_no, prof,
+                                     results)
+                            case_no += 1
     finally:
         if prof is not None:
             prof.dump_stats(a.profile)
