@@ -19,8 +19,9 @@ Output: one JSON line per measurement ({"sys", "mode", "shape", "rows", "op", "s
 DML lines add the target scan's driver planning time and files kept/total from `ice.last_plan`,
 and both engines' lines the new snapshot's file counts), then a table of seconds and pyice/java
 ratios (medians over the rounds); with several row counts, each op's growth: its time at the
-largest count over its time at the smallest, per engine. --jobs adds the Spark jobs each op ran (duration, tasks, call site); --profile FILE dumps
-cProfile stats of pyice's ops. Not a pytest module (not collected: no test_ prefix).
+largest count over its time at the smallest, per engine. --jobs adds the Spark jobs each op ran (duration, tasks, call site;
+per stage that ran, its tasks' durations and its run and GC time); --profile FILE dumps cProfile
+stats of pyice's ops. Not a pytest module (not collected: no test_ prefix).
 """
 from __future__ import annotations
 
@@ -118,8 +119,26 @@ class Jobs:
             t0, t1 = j.submissionTime(), j.completionTime()
             ms = (t1.get().getTime() - t0.get().getTime()) if t0.isDefined() and t1.isDefined() else None
             out.append({"job": jid, "ms": ms, "tasks": j.numTasks(), "stages": j.stageIds().size(),
-                        "name": str(j.name())[:80]})
+                        "name": str(j.name())[:80], "ran": self._stages(store, j.stageIds())})
         return out
+
+    @staticmethod
+    def _stages(store, ids) -> list[dict]:
+        """The job's stages that ran (not skipped): each task's duration, summed task run time and GC
+        time (ms): a slow job's tasks tell a cold start or a skewed split from per-row cost."""
+        ran = []
+        for sid in (ids.apply(i) for i in range(ids.size())):
+            try:
+                sd = store.lastStageAttempt(sid)
+            except Exception:  # noqa: BLE001 - evicted from the store
+                continue
+            if str(sd.status()) == "SKIPPED":
+                continue
+            tasks = store.taskList(sid, sd.attemptId(), 1000)
+            ms = sorted(int(tasks.apply(i).duration().get()) for i in range(tasks.size())
+                        if tasks.apply(i).duration().isDefined())
+            ran.append({"stage": sid, "task_ms": ms, "run_ms": sd.executorRunTime(), "gc_ms": sd.jvmGcTime()})
+        return ran
 
 
 def last_summary(run_sql, table: str) -> dict:
