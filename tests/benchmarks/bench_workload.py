@@ -4,24 +4,24 @@
   TZ=UTC python tests/benchmarks/bench_workload.py --rows 2000000 \
       --modes merge-on-read,copy-on-write --shapes uniform,clustered --repeat 1
 
-The workload is /work/shared/bench/iceberg_java_workload.py (its `build()` makes the base and
-source DataFrames): insert, merge, update, delete, three 3-row statements (merge3, update3,
-delete3: the small-statement case), scan on a 5-column table, uniform (8 files) or
-clustered (100 files sorted by id), format v2 or v3 (`--format-versions 2,3`: v3 merge-on-read
-writes deletion vectors on both engines), at one or more row counts (`--rows 1000000,10000000`).
-Per (rows, mode, format, shape, repeat) both engines get their own fresh table — the reference in catalog `ref` (Iceberg 1.10.2 through spark.sql), pyice_sql in catalog
-`local` (ice.sql / ice.append) — and run each op in turn; which engine goes first alternates per
-op, per case and per round (each engine goes first on every op of a case over two rounds), to
-spread noise (JIT warm-up, page cache, GC). After the scan both results (count, sum, distinct)
-must agree, else the script exits 1.
+The workload is /work/shared/bench/iceberg_java_workload.py (its `build()` makes the base and source
+DataFrames): insert, merge, update, delete, three 3-row statements (merge3, update3, delete3: the
+small-statement case), scan on a 5-column table, uniform (8 files) or clustered (100 files sorted by
+id), format v2 or v3 (`--format-versions 2,3`: v3 merge-on-read writes deletion vectors on both
+engines), at one or more row counts (`--rows 1000000,10000000`). Per (rows, mode, format, shape,
+repeat) both engines get their own fresh table — the reference in catalog `ref` (Iceberg 1.10.2
+through spark.sql), pyice_sql in catalog `local` (ice.sql / ice.append) — and run each op in turn;
+which engine goes first alternates per op, per case and per round (each engine goes first on every
+op of a case over two rounds), to spread noise (JIT warm-up, page cache, GC). After the scan both
+results (count, sum, distinct) must agree, else the script exits 1.
 
-Output: one JSON line per measurement ({"sys", "mode", "shape", "rows", "op", "s", ...}; pyice's
-DML lines add the target scan's driver planning time and files kept/total from `ice.last_plan`,
-and both engines' lines the new snapshot's file counts), then a table of seconds and pyice/java
-ratios (medians over the rounds); with several row counts, each op's growth: its time at the
-largest count over its time at the smallest, per engine. --jobs adds the Spark jobs each op ran (duration, tasks, call site;
-per stage that ran, its tasks' durations and its run and GC time); --profile FILE dumps cProfile
-stats of pyice's ops. Not a pytest module (not collected: no test_ prefix).
+Output: one JSON line per measurement ({"sys", "mode", "shape", "rows", "op", "s", ...}; pyice's DML
+lines add the target scan's driver planning time and files kept/total from `ice.last_plan`, and both
+engines' lines the new snapshot's file counts), then a table of seconds and pyice/java ratios
+(medians over the rounds); with several row counts, each op's growth: its time at the largest count
+over its time at the smallest, per engine. --jobs adds the Spark jobs each op ran (duration, tasks,
+call site; per stage that ran, its tasks' durations and its run and GC time); --profile FILE dumps
+cProfile stats of pyice's ops. Not a pytest module (not collected: no test_ prefix).
 """
 from __future__ import annotations
 
