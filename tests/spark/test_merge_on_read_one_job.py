@@ -217,6 +217,51 @@ def test_the_scan_runs_in_one_generated_stage_up_to_its_shuffle(ice, sql):
                           if not (sql.startswith("DELETE") and i in hit)}
 
 
+def _way_to_the_write(plan: str, marker: str) -> list[str]:
+    """The nodes of a formatted physical plan's final tree from the node whose details hold
+    `marker` up to the root, nearest first (that node included)."""
+    tree = plan.split("== Final Plan ==")[-1].split("== Initial Plan ==")[0].split("\n\n")[0].splitlines()
+    details = [block for block in plan.split("\n\n") if marker in block]
+    assert len(details) >= 1, plan
+    node_id = details[0].split()[0]  # "(11)"
+    at = next(i for i, line in enumerate(tree) if line.rstrip().endswith(node_id) or f"{node_id}," in line)
+    indent = len(tree[at]) - len(tree[at].lstrip(" +-:"))
+    way = [tree[at].lstrip(" +-:")]
+    for above in reversed(tree[:at]):
+        node = above.lstrip(" +-:")
+        start = len(above) - len(node)
+        if node and start < indent:
+            indent = start
+            way.append(node)
+    return way
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE local.db.t SET v = 'u' WHERE id % 10 = 1",
+    "MERGE INTO local.db.t t USING (SELECT id FROM range(0, 300, 7)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'm'",
+    "MERGE INTO local.db.t t USING (SELECT id FROM range(290, 310)) s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = 'm' WHEN NOT MATCHED THEN INSERT (id, p, v) VALUES (s.id, 0, 'n')",
+])
+def test_the_delete_files_are_written_by_the_tasks_that_write_the_data_files(ice, sql):
+    """The delete files of a one-job write come from a filter in the data write's plan
+    (PositionDeleteWriter.AlongDeletes, one instance per task): no exchange may sit between it and
+    the data write, or a map stage computed again (a lost shuffle file) would write its delete files
+    a second time beside a data write that never saw them. One such filter per statement."""
+    from pyice_sql.spark.connect_backend import is_connect
+    if is_connect(ice.spark):
+        pytest.skip("Spark Connect: no shim, and the plans are the server's")
+    _table(ice)
+    before = _last_execution(ice)
+    ice.sql(sql).collect()
+    plans = [p for p in _plans_since(ice, before) if "AlongDeletes" in p]
+    assert len(plans) == 1, plans
+    way = _way_to_the_write(plans[0], "AlongDeletes")
+    names = [node.lstrip("* ").split()[0] for node in way]
+    assert names[0] == "Filter" and "WriteFiles" in names, way
+    between = names[:names.index("WriteFiles")]
+    assert not any(n in ("Exchange", "ShuffleQueryStage", "AQEShuffleRead", "BroadcastExchange") for n in between), way
+
+
 def test_local_files_are_written_without_hadoop_side_files_at_hadoops_permissions(ice):
     """The data and delete files of a statement go through the shim's java.nio writers on a local
     table (LocalOutputFile, NioLocalFileSystem): Hadoop's checksummed local file system would leave
