@@ -147,23 +147,36 @@ def test_a_failing_one_job_write_leaves_the_table_and_its_folder_as_they_were(ic
     assert files_under(location) == files and _rows(ice) == rows
 
 
+def _final_tree(plan: str) -> list[str]:
+    """The lines of a formatted physical plan's tree (the final plan when adaptive)."""
+    return plan.split("== Final Plan ==")[-1].split("== Initial Plan ==")[0].split("\n\n")[0].splitlines()
+
+
+def _ancestors(tree: list[str], at: int) -> list[str]:
+    """The nodes above line `at` of a plan tree, nearest first, up to the root."""
+    indent, way = len(tree[at]) - len(tree[at].lstrip(" +-:")), []
+    for above in reversed(tree[:at]):
+        node = above.lstrip(" +-:")
+        start = len(above) - len(node)
+        if node and start < indent:
+            indent = start
+            way.append(node)
+    return way
+
+
 def _scan_stages(plan: str) -> list[list[str]]:
     """Each table scan's way up to its shuffle in a formatted physical plan (the final plan when
     adaptive): the nodes above the scan, nearest first, up to the exchange."""
-    tree = plan.split("== Final Plan ==")[-1].split("== Initial Plan ==")[0].split("\n\n")[0].splitlines()
+    tree = _final_tree(plan)
     ways = []
     for i, line in enumerate(tree):
         if "Scan parquet" not in line:
             continue
-        indent, way = line.index("Scan"), []
-        for above in reversed(tree[:i]):
-            node = above.lstrip(" +-:")
-            start = len(above) - len(node)
-            if node and start < indent:
-                indent = start
-                if node.startswith(("Exchange", "ShuffleQueryStage", "BroadcastExchange")):
-                    break
-                way.append(node)
+        way = []
+        for node in _ancestors(tree, i):
+            if node.startswith(("Exchange", "ShuffleQueryStage", "BroadcastExchange")):
+                break
+            way.append(node)
         ways.append(way)
     return ways
 
@@ -220,20 +233,12 @@ def test_the_scan_runs_in_one_generated_stage_up_to_its_shuffle(ice, sql):
 def _way_to_the_write(plan: str, marker: str) -> list[str]:
     """The nodes of a formatted physical plan's final tree from the node whose details hold
     `marker` up to the root, nearest first (that node included)."""
-    tree = plan.split("== Final Plan ==")[-1].split("== Initial Plan ==")[0].split("\n\n")[0].splitlines()
+    tree = _final_tree(plan)
     details = [block for block in plan.split("\n\n") if marker in block]
-    assert len(details) >= 1, plan
+    assert details, plan
     node_id = details[0].split()[0]  # "(11)"
     at = next(i for i, line in enumerate(tree) if line.rstrip().endswith(node_id) or f"{node_id}," in line)
-    indent = len(tree[at]) - len(tree[at].lstrip(" +-:"))
-    way = [tree[at].lstrip(" +-:")]
-    for above in reversed(tree[:at]):
-        node = above.lstrip(" +-:")
-        start = len(above) - len(node)
-        if node and start < indent:
-            indent = start
-            way.append(node)
-    return way
+    return [tree[at].lstrip(" +-:"), *_ancestors(tree, at)]
 
 
 @pytest.mark.parametrize("sql", [
