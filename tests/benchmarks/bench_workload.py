@@ -21,7 +21,9 @@ engines' lines the new snapshot's file counts), then a table of seconds and pyic
 (medians over the rounds); with several row counts, each op's growth: its time at the largest count
 over its time at the smallest, per engine. --jobs adds the Spark jobs each op ran (duration, tasks,
 call site; per stage that ran, its tasks' durations and its run and GC time); --profile FILE dumps
-cProfile stats of pyice's ops. Not a pytest module (not collected: no test_ prefix).
+cProfile stats of pyice's ops; --warmup-rows N first runs every case once at N rows, uncounted, so
+that round 0 is not also the session's cold start (class loading, JIT) for whichever engine goes
+first. Not a pytest module (not collected: no test_ prefix).
 """
 from __future__ import annotations
 
@@ -151,8 +153,10 @@ def last_summary(run_sql, table: str) -> dict:
 
 
 def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep: int, case_no: int, prof,
-             results: list) -> None:
-    name = f"t_{mode.replace('-', '_')}_v{fv}_{shape}_{rows}_{rep}"
+             results: list, warmup: bool = False) -> None:
+    """One case: both engines' fresh tables, every op in turn. A `warmup` case (rep 0) is printed
+    with "warmup": true, and its records are not the caller's to count."""
+    name = f"t_{mode.replace('-', '_')}_v{fv}_{shape}_{rows}_{'warmup' if warmup else rep}"
     ref_t, ice_t = f"ref.db.{name}", f"local.db.{name}"
     props = (f"'format-version'='{fv}', 'write.merge.mode'='{mode}', 'write.delete.mode'='{mode}', "
              f"'write.update.mode'='{mode}'")
@@ -187,7 +191,7 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
             dt = time.perf_counter() - t
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
             rec = {"sys": sys_name, "mode": mode, "format_version": fv, "shape": shape, "rows": rows, "op": op, "rep": rep,
-                   "s": round(dt, 3), "first": sys_name == order[0]}
+                   "s": round(dt, 3), "first": sys_name == order[0], **({"warmup": True} if warmup else {})}
             if sys_name == "pyice" and op != "insert" and ice.last_plan is not None:
                 m = ice.last_plan.metrics
                 rec["plan_s"] = round(getattr(m, "planning_s", float("nan")), 4)
@@ -211,7 +215,8 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
     src.unpersist()
     j, p = scans["iceberg-java"], scans["pyice"]
     ok = j[0] == p[0] and j[2] == p[2] and math.isclose(j[1], p[1], rel_tol=1e-9)
-    print(json.dumps({"check": "scan", "mode": mode, "format_version": fv, "shape": shape, "rep": rep, "iceberg-java": j, "pyice": p,
+    print(json.dumps({"check": "scan", "mode": mode, "format_version": fv, "shape": shape, "rep": rep,
+                      **({"warmup": True} if warmup else {}), "iceberg-java": j, "pyice": p,
                       "sum_rounded": [round(j[1], 2), round(p[1], 2)], "ok": ok}), flush=True)
     if not ok:
         raise SystemExit(f"SCAN MISMATCH {mode}/v{fv}/{shape}: iceberg-java {j} != pyice {p}")
@@ -262,6 +267,10 @@ def main() -> int:
                     help="e.g. local-cluster[2,1,1024]: two executor JVMs from the pip wheel alone")
     ap.add_argument("--spark-defaults", action="store_true",
                     help="keep Spark's default settings (200 shuffle partitions) instead of the workload's 8")
+    ap.add_argument("--warmup-rows", type=int, default=0,
+                    help="first run every case once at this many rows, not counted: both engines' code paths "
+                         "are then loaded and compiled by the JIT before the measured rounds (the session's "
+                         "cold start otherwise lands in round 0 of whichever ops run first)")
     ap.add_argument("--warehouse", help="default: a fresh temp dir, removed at the end")
     ap.add_argument("--jobs", action="store_true", help="record the Spark jobs of every op")
     ap.add_argument("--profile", metavar="FILE", help="cProfile pyice's ops into FILE (pstats)")
@@ -278,6 +287,11 @@ def main() -> int:
     prof = cProfile.Profile() if a.profile else None
     results: list = []
     try:
+        cases = [(mode.strip(), int(fv), shape.strip()) for mode in a.modes.split(",")
+                 for fv in a.format_versions.split(",") for shape in a.shapes.split(",")]
+        if a.warmup_rows:
+            for mode, fv, shape in cases:
+                run_case(spark, ice, jobs, a, a.warmup_rows, mode, fv, shape, 0, 0, None, [], warmup=True)
         for rep in range(a.repeat):
             # the case's number within the round plus the round's: which engine goes first on an op
             # flips from round to round, however many cases a round holds (a running case number
@@ -285,12 +299,9 @@ def main() -> int:
             case_no = rep
             counts = [int(n) for n in a.rows.split(",")]
             for rows in counts if rep % 2 == 0 else counts[::-1]:  # the session's cold start moves too
-                for mode in a.modes.split(","):
-                    for fv in [int(v) for v in a.format_versions.split(",")]:
-                        for shape in a.shapes.split(","):
-                            run_case(spark, ice, jobs, a, rows, mode.strip(), fv, shape.strip(), rep, case_no, prof,
-                                     results)
-                            case_no += 1
+                for mode, fv, shape in cases:
+                    run_case(spark, ice, jobs, a, rows, mode, fv, shape, rep, case_no, prof, results)
+                    case_no += 1
     finally:
         if prof is not None:
             prof.dump_stats(a.profile)
