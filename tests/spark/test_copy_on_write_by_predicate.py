@@ -150,6 +150,33 @@ def test_a_file_of_many_row_groups_is_rewritten_whole(ice):
     assert ice.sql("SELECT count(*), count_if(v = 'x') FROM local.db.t").collect()[0][:] == (100000, 1)
 
 
+def test_a_rewrite_larger_than_a_file_per_core_writes_smaller_files(ice, monkeypatch):
+    """A full rewrite on two cores of more than two of Iceberg Java's row-level files' worth writes
+    that many files (4 here, a multiple of the cores), not one per core, so a later statement on
+    one row rewrites a quarter of the table; each input file's rows stay together and in order.
+    The file size is lowered for the test (8 files of ~1.4 MB, 3 MB per written file)."""
+    from pyice_sql.spark.write import data_writer
+
+    monkeypatch.setattr(data_writer, "ROW_LEVEL_FILE_SIZE", 3 * 1024 * 1024)
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql("CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES "
+            "('write.update.mode' = 'copy-on-write', 'write.delete.mode' = 'copy-on-write')")
+    ranges = [range(lo, lo + 40000) for lo in range(0, 320000, 40000)]
+    for r in ranges:  # one file each, ids ascending, ~1.4 MB of hex hashes
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, sha2(CAST(id AS string), 256) "
+                f"FROM range({r.start}, {r.stop})")
+    sizes = [r[0] for r in ice.sql("SELECT file_size_in_bytes FROM local.db.t.files").collect()]
+    assert len(sizes) == 8 and 1024 * 1024 < min(sizes) and sum(sizes) < 4 * 3 * 1024 * 1024
+    out = ice.sql("UPDATE local.db.t SET v = 'new' WHERE id % 1000 = 0").collect()[0]
+    assert (out.num_updated_rows, out.num_removed_data_files, out.num_added_data_files) == (320, 8, 4)
+    ids_by_file = [[r.id for r in ice.spark.read.parquet(p).select("id").collect()] for p in _files(ice)]
+    for r in ranges:
+        holding = [ids for ids in ids_by_file if any(i in r for i in ids)]
+        assert len(holding) == 1 and [i for i in holding[0] if i in r] == list(r)
+    assert ice.sql("DELETE FROM local.db.t WHERE id = 5").collect()[0].num_removed_data_files == 1
+    assert ice.sql("SELECT count(*), count_if(v = 'new') FROM local.db.t").collect()[0][:] == (319999, 320)
+
+
 def test_writes_overlapping_in_time_leave_the_users_settings(ice):
     """Two writes of one session that overlap (threads) and set the same confs: the user's values
     come back when the last ends, whichever ends first (each restoring what it found would leave

@@ -232,27 +232,48 @@ def _unescape(segment: str) -> str:
     return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), segment)
 
 
+ROW_LEVEL_FILE_SIZE = 64 * 1024 * 1024
+"""The bytes of data files a rewrite's task reads (and so writes) at most where one task per core
+would take more: the size of file Iceberg Java's row-level writes leave. Java sizes their tasks by
+adaptive execution at 384 MiB of shuffled rows (its expected 128 MB file times an assumed 3x from
+Spark's lz4 shuffle to zstd Parquet); the real ratio is nearer 6x (a 136 MB file was 877 MiB in
+the shuffle), so its files come out at about 60 MB, not the 512 MB target. A later statement
+touching a few rows then rewrites a file of that size."""
+
+
 @contextmanager
 def _whole_file_splits(spark: SparkSession, target_file_size: int, read: Sequence[DataFile]) -> Iterator[None]:
     """Scan splits of up to a target file's worth for a write that goes out as it was read: Spark
     sizes them by the session's `spark.sql.files.maxPartitionBytes` (128 MB by default, and no
     per-read option), packing small files into one split and cutting larger ones at row groups,
-    no larger than the bytes read over `spark.sql.files.minPartitionNum` (the cores by default).
-    That number is capped at one per `minPartitionSize` (1 MB) read, as adaptive execution sizes
-    Java's write tasks (a rewrite of two small files writes one, not one each), and at the files
-    `read`, as Java's clustering by file gives each at most one task (a large file rewritten by
-    many cores is not cut into many smaller ones).
+    no larger than the bytes read (each file's length and open cost) over
+    `spark.sql.files.minPartitionNum`, set here to `_rewrite_tasks`.
     Set for the write and then restored, as the calendar below: a query another thread plans
     meanwhile on the same session sees the larger splits (its speed, not its result)."""
     splits = {_MAX_PARTITION_BYTES: str(max(target_file_size, 1))}
     read_bytes = sum(f.file_size_in_bytes for f in read)
     tasks = min(len(read), read_bytes // max(size_setting(spark, _MIN_PARTITION_SIZE, "1MB") or 1, 1))
     if not is_connect(spark):  # Spark's own default is the cores
-        splits[_MIN_PARTITION_NUM] = str(max(1, min(spark.sparkContext.defaultParallelism, tasks)))
-    elif tasks <= 1:  # (Spark Connect has no SparkContext to ask for them)
+        open_cost = size_setting(spark, _OPEN_COST, "4MB") or 0
+        splits[_MIN_PARTITION_NUM] = str(_rewrite_tasks(read, tasks, spark.sparkContext.defaultParallelism, open_cost))
+    elif tasks <= 1:  # (Spark Connect has no SparkContext to ask for them: Spark's default, the cores)
         splits[_MIN_PARTITION_NUM] = "1"
     with _session_conf(spark, splits, widest=True):
         yield
+
+
+def _rewrite_tasks(read: Sequence[DataFile], most: int, cores: int, open_cost: int) -> int:
+    """How many tasks rewrite the files `read`: one per core, or more where those would each write
+    over `ROW_LEVEL_FILE_SIZE` (a multiple of the cores, so the rounds of tasks stay full and a full
+    rewrite takes about as long as with one task per core), and never more than `most` (one per file,
+    as Java's clustering by file gives each at most one task, and at least 1 MB each, as adaptive
+    execution sizes Java's write tasks) nor so many that a split is smaller than the largest file
+    (which would then be cut at row groups into smaller files)."""
+    read_bytes = sum(f.file_size_in_bytes for f in read)
+    sized = cores * -(-read_bytes // (cores * ROW_LEVEL_FILE_SIZE))
+    largest = max((f.file_size_in_bytes for f in read), default=0) + open_cost
+    uncut = (read_bytes + len(read) * open_cost) // max(largest, 1)
+    return max(1, min(cores, most), min(sized, most, uncut))
 
 
 def split_size(spark: SparkSession, read: Sequence[DataFile]) -> int:
