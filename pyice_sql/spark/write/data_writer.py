@@ -268,7 +268,9 @@ def _rewrite_tasks(read: Sequence[DataFile], most: int, cores: int, open_cost: i
     rewrite takes about as long as with one task per core), and never more than `most` (one per file,
     as Java's clustering by file gives each at most one task, and at least 1 MB each, as adaptive
     execution sizes Java's write tasks) nor so many that a split is smaller than the largest file
-    (which would then be cut at row groups into smaller files)."""
+    (which would then be cut at row groups into smaller files). Spark packs files into about that
+    many splits: files just over half a split each get one of their own (8 files of ~30 MB asked
+    into 4 splits made 8), which only makes the files smaller."""
     read_bytes = sum(f.file_size_in_bytes for f in read)
     sized = cores * -(-read_bytes // (cores * ROW_LEVEL_FILE_SIZE))
     largest = max((f.file_size_in_bytes for f in read), default=0) + open_cost
