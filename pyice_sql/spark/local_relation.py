@@ -24,7 +24,7 @@ def local_rows(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.Str
     names = [f.name for f in schema.fields]
     if 0 < len(rows) <= VALUES_LIMIT:
         types = [f.dataType.simpleString() for f in schema.fields]
-        body = ", ".join("(" + ", ".join(_literal(v, t) for v, t in zip(r, types)) + ")" for r in rows)
+        body = ", ".join("(" + ", ".join(sql_literal(v, t) for v, t in zip(r, types)) + ")" for r in rows)
         columns = ", ".join("`" + n.replace("`", "``") + "`" for n in names)
         return spark.sql(f"SELECT * FROM VALUES {body} AS t({columns})")
     text = json.dumps([dict(zip(names, r)) for r in rows], ensure_ascii=False)
@@ -37,7 +37,7 @@ def values(spark: SparkSession, columns: dict[str, str], rows: list[tuple]) -> D
     return local_rows(spark, rows, T.StructType([T.StructField(n, _SQL_TYPES[t]) for n, t in columns.items()]))
 
 
-def _literal(v: Any, sql_type: str) -> str:
+def sql_literal(v: Any, sql_type: str) -> str:
     if v is None:
         return f"CAST(NULL AS {sql_type})"
     if isinstance(v, str):

@@ -91,14 +91,14 @@ def test_values_source_gives_its_keys_without_a_job(ice, monkeypatch):
 
     _table(ice, clustered=True)
     pass_jobs = []
-    original = dml.RowLevelExecutor._with_source_keys
+    original = dml.RowLevelExecutor._source_keys
 
-    def counted(self, plan, table, source, local, small):
-        jobs, narrowed = _jobs(ice, lambda: original(self, plan, table, source, local, small))
+    def counted(self, plan, source, local, small):
+        jobs, found = _jobs(ice, lambda: original(self, plan, source, local, small))
         pass_jobs.append(jobs)
-        return narrowed
+        return found
 
-    monkeypatch.setattr(dml.RowLevelExecutor, "_with_source_keys", counted)
+    monkeypatch.setattr(dml.RowLevelExecutor, "_source_keys", counted)
     _, result = _merge(ice, "values")
     assert pass_jobs == [0]
     assert (result.num_updated_rows, result.num_inserted_rows) == (2, 1)

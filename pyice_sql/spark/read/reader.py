@@ -127,7 +127,7 @@ def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_f
 
 def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
                with_metadata: bool = False, file_facts: bool = False, live_flag: str | None = None,
-               file_ordinal: bool = False) -> DataFrame:
+               file_ordinal: bool = False, row_filter: str | None = None) -> DataFrame:
     """The live rows of `tasks`' data files as a DataFrame of the table's columns.
 
     With `with_metadata`, adds `_file` (the manifest's path string), `_pos` (row position),
@@ -140,6 +140,8 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     false in a column of that name, and the caller must filter on it: a statement puts its own
     predicate first, so the in-task filter loads the deletes of the files with a matching row only
     (Spark evaluates `a AND b` in order, and would put the filter of a scan below it first).
+    With `row_filter` (Spark SQL over the table's columns), only the rows meeting it, tested before
+    the position-delete filter for the same reason.
     """
     with_metadata = with_metadata or file_facts or file_ordinal
     if not tasks:
@@ -168,7 +170,8 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     frames = []
     for (read_schema, defaulted), paths in groups.items():
         part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
-        if read_schema is None and not defaulted and not (row_identity or live_flag) and len(groups) == 1:
+        if (read_schema is None and not defaulted and not (row_identity or live_flag or row_filter)
+                and len(groups) == 1):
             return part
         parts.append((part, paths))
         if read_schema is None and not defaulted:  # as written: the columns by name, in one round trip
@@ -180,8 +183,9 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
                 if f.field_id in defaulted else c for c, f in zip(cols, schema.fields)]
         frames.append(part.select(*cols, *[F.expr(e) for e in (row_id if row_identity else [])]))
     data = functools.reduce(DataFrame.union, frames)
+    keep = F.expr(row_filter) if row_filter is not None else None
     if not row_identity and not live_flag:
-        return data
+        return data if keep is None else data.where(keep)
 
     @functools.cache
     def spellings() -> dict[str, str]:
@@ -207,9 +211,11 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         if live_flag:
             added[live_flag] = live
         else:
-            data = data.where(live)
+            keep = live if keep is None else keep & live
     elif live_flag:
         added[live_flag] = F.lit(True)  # deletes (if any) are applied by the joins below
+    if keep is not None:
+        data = data.where(keep)
     if keyed:
         facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
                   t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)]

@@ -2,7 +2,8 @@
 
 Flow (see plan/nodes.py for the plan itself):
   1. Materialise the source once (MERGE) and, when the ON clause has key equalities and no
-     NOT MATCHED BY SOURCE clause, narrow the target scan with the source keys' values/range.
+     NOT MATCHED BY SOURCE clause, narrow the target scan's files with the source keys'
+     values/range, and its rows where those keys are at hand (compile/key_filter.py).
   2. Plan the target scan with the pruning filter; DELETE drops files that the WHERE clause
      covers entirely (strict projection) in metadata only, without reading them.
   3. Run MergeRows (one SQL query over views) and persist the tagged rows when two passes read
@@ -35,6 +36,7 @@ from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, FILE_ORDINAL, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_KEEPING_JOIN,
     TARGET_MARK, rewrite_select, tagged_select, unmatched_source_select, value_name, value_probe_select,
 )
+from pyice_sql.spark.rowlevel.compile.key_filter import key_row_filter
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
 from pyice_sql.core.errors import AnalysisError, CardinalityError
 from pyice_sql.core.expr.evaluators import rows_must_match
@@ -135,16 +137,22 @@ class RowLevelExecutor:
             table, plan, source = self.plan(stmt)
             start = branch_head(table, plan.target.branch or MAIN_BRANCH)
             scan = plan_files(table.metadata, table.io, start, plan.scan_filter)
-            if source is not None:
+            key_filter = None
+            if source is not None and plan.prune_by_source_keys:
+                schema = table.metadata.schema()
                 local = is_local_data(source)
-                if plan.prune_by_source_keys and source_keys_can_prune(
-                        scan.tasks, table.metadata.schema(), table.metadata.spec_by_id,
-                        [t for t, _ in plan.source_key_columns]):
-                    narrowed = self._with_source_keys(plan, table, source, local,
-                                                      local or within_broadcast_threshold(source))
+                prunes = source_keys_can_prune(scan.tasks, schema, table.metadata.spec_by_id,
+                                               [t for t, _ in plan.source_key_columns])
+                # a source held in the plan gives its keys without a job: worth it for the rows alone
+                found = (self._source_keys(plan, source, local, local or within_broadcast_threshold(source))
+                         if prunes else _local_source_keys(plan, source) if local else None)
+                if found is not None:
+                    key_filter = key_row_filter(plan.source_key_columns, schema, source.schema, *found)
+                if prunes:
+                    narrowed = _narrowed(plan, schema, *found)
                     if narrowed is not plan:
                         plan, scan = narrowed, plan_files(table.metadata, table.io, start, narrowed.scan_filter)
-            return self._execute(table, plan, source, scan)
+            return self._execute(table, plan, source, scan, key_filter)
         finally:
             self.close()
 
@@ -202,54 +210,36 @@ class RowLevelExecutor:
             return self.session.scan_ref(source)
         return self.session.query_frame(source)
 
-    def _with_source_keys(self, plan: RowLevelPlan, table: Table, source: DataFrame, local: bool,
-                          small: bool) -> RowLevelPlan:
-        """Narrow the target scan to the source's key values (few) or key range (many). `local`:
-        the source is held in the plan (`is_local_data`), so Python reads its keys without a job;
-        `small`: small enough for Spark to broadcast, so one aggregate finds them
-        (`_small_source_keys`).
+    def _source_keys(self, plan: RowLevelPlan, source: DataFrame, local: bool, small: bool
+                     ) -> tuple[dict[str, list], dict[str, tuple]]:
+        """The source's distinct key values per target key column (few) and key ranges (for the
+        columns with many). `local`: the source is held in the plan (`is_local_data`), so Python
+        reads its keys without a job; `small`: small enough for Spark to broadcast, so one aggregate
+        finds them (`_small_source_keys`).
 
         Otherwise one query per key column collects up to MAX_SOURCE_KEY_VALUES + 1 distinct keys
         (exact: a column with more gets the range, never a partial IN list); only the columns with
         more keys need a second query, for their min and max. (A large source pays a distinct
-        aggregate of its keys; pruning is only tried when the target's files can be told apart.)"""
-        schema = table.metadata.schema()
+        aggregate of its keys; it is only asked when the target's files can be told apart.)"""
         found = _local_source_keys(plan, source) if local else None
         if found is None and small:
             found = _small_source_keys(plan, source)
         if found is not None:
-            keys, ranges = found
-        else:
-            keys = {}
-            for t_col, s_col in plan.source_key_columns:
-                c = F.col(quote(s_col))
-                keys[t_col] = [r[0] for r in source.select(c).where(c.isNotNull()).distinct()
-                               .limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
-            many = [(t, s) for t, s in plan.source_key_columns if len(keys[t]) > MAX_SOURCE_KEY_VALUES]
-            bounds = source.agg(*[f(F.col(quote(s))) for _, s in many for f in (F.min, F.max)]).first() if many else ()
-            ranges = {t: (bounds[2 * i], bounds[2 * i + 1]) for i, (t, _) in enumerate(many)}
-        extra: Expression = AlwaysTrue()
-        for t_col, _ in plan.source_key_columns:
-            if any(isinstance(v, float) and math.isnan(v) for v in ranges.get(t_col, keys.get(t_col, ()))):
-                continue  # Spark orders NaN above every number: no bound of file statistics to test
-            field = schema.find_field(t_col)
-            try:
-                if t_col in ranges:
-                    lo, hi = ranges[t_col]
-                    pred: Expression = And(gt_eq(field.name, to_internal(field.type, lo)),
-                                           lt_eq(field.name, to_internal(field.type, hi)))
-                else:  # no non-null key gives an empty list: `=` can match nothing
-                    pred = in_(field.name, [to_internal(field.type, v) for v in keys[t_col]])
-            except (ValueError, TypeError):
-                continue  # key type differs from the target column's: no pruning from it
-            extra = And(extra, pred)
-        if isinstance(extra, AlwaysTrue):
-            return plan
-        return plan.with_(scan_filter=And(plan.scan_filter, extra),
-                          filters=plan.filters + (PruningFilter(extra, "source join-key values/range (runtime)"),))
+            return found
+        keys = {}
+        for t_col, s_col in plan.source_key_columns:
+            c = F.col(quote(s_col))
+            keys[t_col] = [r[0] for r in source.select(c).where(c.isNotNull()).distinct()
+                           .limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
+        many = [(t, s) for t, s in plan.source_key_columns if len(keys[t]) > MAX_SOURCE_KEY_VALUES]
+        bounds = source.agg(*[f(F.col(quote(s))) for _, s in many for f in (F.min, F.max)]).first() if many else ()
+        return keys, {t: (bounds[2 * i], bounds[2 * i + 1]) for i, (t, _) in enumerate(many)}
 
     # --- execution ----------------------------------------------------------------------------
-    def _execute(self, table: Table, plan: RowLevelPlan, source: DataFrame | None, scan: ScanPlan) -> DmlResult:
+    def _execute(self, table: Table, plan: RowLevelPlan, source: DataFrame | None, scan: ScanPlan,
+                 key_filter: str | None = None) -> DmlResult:
+        """`key_filter`: the target rows the source's keys can pair with (compile/key_filter.py),
+        applied to the scan MergeRows tags; copy-on-write reads the files it rewrites again, whole."""
         task = self.session.progress.task(f"{plan.command} {table.full_name}")
         md = table.metadata
         schema = md.schema()
@@ -274,15 +264,16 @@ class RowLevelExecutor:
         if merge_again:
             plan = plan.with_(broadcast_source=False)
 
-        def target_rows(read: list[FileScanTask]) -> tuple[DataFrame, str, Column | None]:
+        def target_rows(read: list[FileScanTask], row_filter: str | None = None) -> tuple[DataFrame, str, Column | None]:
             """The target scan of `read` with its view, and its rows' file paths by ordinal (the
             rows carry their file's ordinal through the join, and get its path after it)."""
             rows = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, read, with_metadata=True,
-                                                                  live_flag=live, file_ordinal=True)
+                                                                  live_flag=live, file_ordinal=True,
+                                                                  row_filter=row_filter)
             rows = rows.withColumn(TARGET_MARK, F.lit(True))
             return rows, self._view(rows), paths_by_ordinal(self.spark, [t.file.file_path for t in read], F.col(FILE))
 
-        target, target_view, file_path = target_rows(tasks)
+        target, target_view, file_path = target_rows(tasks, key_filter)
         if source is not None:
             source = source.withColumn(SOURCE_MARK, F.lit(True))
             if plan.broadcast_source:  # ids stay the same on each read of the persisted source
@@ -538,8 +529,32 @@ def result_frame(spark, result: DmlResult) -> DataFrame:
     return values(spark, dict.fromkeys(row, "bigint"), [tuple(row.values())])
 
 
+def _narrowed(plan: RowLevelPlan, schema, keys: dict[str, list], ranges: dict[str, tuple]) -> RowLevelPlan:
+    """`plan` with its target scan narrowed to the files that may hold the source's key values or
+    range (`RowLevelExecutor._source_keys`)."""
+    extra: Expression = AlwaysTrue()
+    for t_col, _ in plan.source_key_columns:
+        if any(isinstance(v, float) and math.isnan(v) for v in ranges.get(t_col, keys.get(t_col, ()))):
+            continue  # Spark orders NaN above every number: no bound of file statistics to test
+        field = schema.find_field(t_col)
+        try:
+            if t_col in ranges:
+                lo, hi = ranges[t_col]
+                pred: Expression = And(gt_eq(field.name, to_internal(field.type, lo)),
+                                       lt_eq(field.name, to_internal(field.type, hi)))
+            else:  # no non-null key gives an empty list: `=` can match nothing
+                pred = in_(field.name, [to_internal(field.type, v) for v in keys[t_col]])
+        except (ValueError, TypeError):
+            continue  # key type differs from the target column's: no pruning from it
+        extra = And(extra, pred)
+    if isinstance(extra, AlwaysTrue):
+        return plan
+    return plan.with_(scan_filter=And(plan.scan_filter, extra),
+                      filters=plan.filters + (PruningFilter(extra, "source join-key values/range (runtime)"),))
+
+
 def _small_source_keys(plan: RowLevelPlan, source: DataFrame) -> tuple[dict[str, list], dict[str, tuple]]:
-    """`_with_source_keys`' distinct keys and (for columns with many) key ranges, for a source small
+    """`RowLevelExecutor._source_keys`' distinct keys and (for columns with many) key ranges, for a source small
     enough to broadcast: one aggregate in one task (no shuffle: one Spark job), its answer one row.
     Collecting the key columns instead pickled every source row into Python (0.2 s for a 30k-row
     source)."""
@@ -559,7 +574,7 @@ def _small_source_keys(plan: RowLevelPlan, source: DataFrame) -> tuple[dict[str,
 
 
 def _local_source_keys(plan: RowLevelPlan, source: DataFrame) -> tuple[dict[str, list], dict[str, tuple]] | None:
-    """`_with_source_keys`' distinct keys and (for columns with many) key ranges, for a source held in
+    """`RowLevelExecutor._source_keys`' distinct keys and (for columns with many) key ranges, for a source held in
     the plan: its key columns collected, with no job. None when Python cannot stand in for Spark's
     distinct and min/max: an unhashable or unorderable key type, or a NaN (Spark orders it above
     every number); `_small_source_keys` then asks Spark."""

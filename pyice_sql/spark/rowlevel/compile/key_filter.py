@@ -1,0 +1,71 @@
+"""The target rows a MERGE's source keys can pair with, as a Spark SQL condition on the target scan.
+
+An ON clause `t.k = s.k` pairs a target row only if its key is one of the source's keys. Where no
+clause acts on unmatched target rows (no NOT MATCHED BY SOURCE: the plan's `prune_by_source_keys`),
+the other target rows are needed only by a write that copies them, and copy-on-write reads the
+files it rewrites again for that, whole (MergeRows again, or the changed rows' anti-join). So the
+scan MergeRows tags keeps only the rows whose key is among the source's values (or within their
+range, for many), before the join: a 3-row MERGE into 2M rows then shuffles or broadcasts 3 target
+rows, not 2M. File pruning by the same keys (`RowLevelExecutor._narrowed`) skips the files; this
+skips the rows of the files it keeps.
+
+The condition must keep every row the join can pair, so it is written only where it compares as
+the join does: both key columns integral (Spark widens the narrower side, exactly), or both plain
+strings (no CHAR / VARCHAR padding, no collation). Keys of other types get no condition.
+The values are an array literal (`array_contains`), not an IN list: Spark writes an IN list's
+values into the scan's generated code, so every statement's keys would compile that code again.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from pyspark.sql import types as T
+
+from pyice_sql.core.model import types as it
+from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.sql.dialect import quote_identifier as quote
+from pyice_sql.spark.local_relation import sql_literal
+
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_CHAR_VARCHAR = "__CHAR_VARCHAR_TYPE_STRING"  # Spark's field metadata for a CHAR(n) / VARCHAR(n) column
+
+
+def key_row_filter(key_columns: Sequence[tuple[str, str]], schema: Schema, source: T.StructType,
+                   keys: dict[str, list], ranges: dict[str, tuple]) -> str | None:
+    """The condition on target columns, or None when no key column compares as the join does.
+    `key_columns`: the ON clause's (target column, source column) equalities (the plan's
+    `source_key_columns`); `keys`: each target key column's distinct non-null source values;
+    `ranges`: (min, max) for the columns with too many values to list (they take precedence)."""
+    parts = []
+    for t_col, s_col in key_columns:
+        field = schema.find_field(t_col)
+        s_field = _field(source, s_col)
+        if field is None or s_field is None or not _compares_as_join(field.type, s_field):
+            continue
+        sql_type = s_field.dataType.simpleString()
+        column = quote(field.name)
+        if t_col in ranges:
+            lo, hi = ranges[t_col]
+            parts.append(f"{column} BETWEEN {sql_literal(lo, sql_type)} AND {sql_literal(hi, sql_type)}")
+        elif t_col in keys:
+            values = keys[t_col]
+            if not values:  # no non-null source key: `=` pairs nothing
+                return "FALSE"
+            parts.append(f"array_contains(array({', '.join(sql_literal(v, sql_type) for v in values)}), {column})")
+    return " AND ".join(parts) or None
+
+
+def _field(source: T.StructType, name: str) -> T.StructField | None:
+    """The source's column `name` (Spark resolves it case-insensitively); None if ambiguous."""
+    found = [f for f in source.fields if f.name.lower() == name.lower()]
+    return found[0] if len(found) == 1 else None
+
+
+def _compares_as_join(target: it.IcebergType, source: T.StructField) -> bool:
+    dt = source.dataType
+    if target in (it.INT, it.LONG):
+        return isinstance(dt, _INTEGRAL)
+    if target == it.STRING:
+        plain = type(dt) is T.StringType and getattr(dt, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+        return plain and _CHAR_VARCHAR not in (source.metadata or {})
+    return False
