@@ -1,7 +1,8 @@
 """A MERGE reads, of the target rows, only those its source's keys can pair with (key_filter.py).
 
 Ten files whose ids all span 0-999 (no file can be skipped): a 3-key merge-on-read MERGE moves
-(shuffles or broadcasts) a handful of target rows between its stages, not the table's 1,000.
+(shuffles or broadcasts) a handful of target rows between its stages, not the table's 1,000, from
+SQL VALUES (its keys collected) and from a source Spark computes (a semi join with its keys).
 Copy-on-write moves the touched file's rows, every one rewritten (its first pass joins a broadcast
 source, so there the filter saves the join's probes, not rows moved).
 Rows moved are read from Spark's own plan metrics (records each exchange wrote). Every result is
@@ -83,6 +84,31 @@ def test_a_few_keys_move_only_their_target_rows(ice, mode):
     assert _rows(ice) == OLD | {510: "new", 520: "new", 5000: "ins"}
     # 510 and 520 are both in the file of ids = 0 mod 10: copy-on-write rewrites its 100 rows
     limit = 20 if mode == "merge-on-read" else 100 + 20
+    assert moved <= limit, moved
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("key_type", ["bigint", "double"])
+def test_a_computed_source_moves_only_the_rows_its_keys_pair_with(ice, mode, key_type, monkeypatch):
+    """A source Spark computes (its keys are not collected where no file can be skipped): merge-on-
+    read joins the target scan with its keys, broadcast, before the shuffle (here over any target
+    scan: it takes 16 MiB otherwise); a double key pairs with bigint ids by Spark's widening
+    (510.0 = 510), as in the MERGE's own join."""
+    from pyice_sql.core.plan.rules import join_type
+
+    monkeypatch.setattr(join_type, "SEMI_JOIN_MIN_TARGET_BYTES", 0)
+    _table(ice, mode)
+    src = (ice.spark.range(500, 530, 10).selectExpr(f"CAST(id AS {key_type}) AS id", "'new' AS v")
+           .union(ice.spark.range(5000, 5001).selectExpr(f"CAST(id AS {key_type})", "'ins'")))
+    out = []
+    moved = _rows_moved(ice.spark, lambda: out.append(ice.sql(
+        "MERGE INTO local.db.t t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]))
+    assert len(ice.last_plan.tasks) == 10
+    assert (out[0].num_updated_rows, out[0].num_inserted_rows) == (3, 1)
+    assert _rows(ice) == OLD | {500: "new", 510: "new", 520: "new", 5000: "ins"}
+    limit = 30 if mode == "merge-on-read" else 100 + 30  # copy-on-write: the one touched file
     assert moved <= limit, moved
 
 

@@ -30,6 +30,7 @@ def explain_text(plan: RowLevelPlan, table_name: str, metrics: ScanMetrics) -> s
     if plan.prune_by_source_keys:
         keys = ", ".join(f"{t} = source.{s}" for t, s in plan.source_key_columns)
         lines.append(f"  pruning at run time: target {keys} narrowed to the source's key values/range "
-                     "(when the files' key bounds or partitions can tell them apart)")
+                     "(its files when their key bounds or partitions can tell them apart; its rows before "
+                     "the join)")
     lines.append(f"  planned: {metrics}")
     return "\n".join(lines)

@@ -68,6 +68,10 @@ class RowLevelPlan:
     # a MERGE that inserts, over a source within Spark's broadcast threshold: its inserts (at most
     # one per source row) are few, so merge-on-read writes them in the tasks that write the deletes
     small_source: bool = False
+    # merge-on-read, where `broadcast_source` was dropped over a small target scan: the target rows
+    # are narrowed to those the source's keys pair with (a broadcast left semi join, one job) before
+    # the join that keeps unmatched source rows shuffles them, instead of shuffling every one
+    semi_join_source_keys: bool = False
     filters: tuple[PruningFilter, ...] = ()
     scan_filter: Expression = field(default_factory=AlwaysTrue)
     source_key_columns: tuple[tuple[str, str], ...] = ()  # (target column, source column) of ON equalities

@@ -36,7 +36,7 @@ from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, FILE_ORDINAL, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_KEEPING_JOIN,
     TARGET_MARK, rewrite_select, tagged_select, unmatched_source_select, value_name, value_probe_select,
 )
-from pyice_sql.spark.rowlevel.compile.key_filter import key_row_filter
+from pyice_sql.spark.rowlevel.compile.key_filter import key_row_filter, pairing_rows
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
 from pyice_sql.core.errors import AnalysisError, CardinalityError
 from pyice_sql.core.expr.evaluators import rows_must_match
@@ -264,16 +264,21 @@ class RowLevelExecutor:
         if merge_again:
             plan = plan.with_(broadcast_source=False)
 
-        def target_rows(read: list[FileScanTask], row_filter: str | None = None) -> tuple[DataFrame, str, Column | None]:
+        def target_rows(read: list[FileScanTask], row_filter: str | None = None,
+                        pairing: bool = False) -> tuple[DataFrame, str, Column | None]:
             """The target scan of `read` with its view, and its rows' file paths by ordinal (the
-            rows carry their file's ordinal through the join, and get its path after it)."""
+            rows carry their file's ordinal through the join, and get its path after it). With
+            `row_filter` or `pairing`, only the rows the source's keys pair with (key_filter.py)."""
             rows = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, read, with_metadata=True,
                                                                   live_flag=live, file_ordinal=True,
                                                                   row_filter=row_filter)
+            if pairing:
+                rows = pairing_rows(rows, source, plan.source_key_columns, schema)
             rows = rows.withColumn(TARGET_MARK, F.lit(True))
             return rows, self._view(rows), paths_by_ordinal(self.spark, [t.file.file_path for t in read], F.col(FILE))
 
-        target, target_view, file_path = target_rows(tasks, key_filter)
+        target, target_view, file_path = target_rows(tasks, key_filter,
+                                                     plan.semi_join_source_keys and key_filter is None)
         if source is not None:
             source = source.withColumn(SOURCE_MARK, F.lit(True))
             if plan.broadcast_source:  # ids stay the same on each read of the persisted source

@@ -9,7 +9,9 @@ from pyice_sql.core.model import types as it
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.builder import build_delete, build_merge, build_update
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
-from pyice_sql.core.plan.rules.join_type import choose_join
+from pyice_sql.core.plan.rules.join_type import (
+    BROADCAST_MIN_TARGET_BYTES, SEMI_JOIN_MIN_TARGET_BYTES, choose_join, keep_broadcast_for_target,
+)
 from pyice_sql.core.plan.rules.prune_target import prune_target
 from pyice_sql.core.plan.rules.write_mode import choose_write_mode
 from pyice_sql.core.sql.parser import parse_statement
@@ -85,6 +87,24 @@ def test_a_small_source_bounds_the_inserts_even_when_it_cannot_be_broadcast(clau
     assert changing.small_source is inserts and not changing.broadcast_source
     assert plan_of(MERGE + clauses, broadcastable=True).small_source is inserts
     assert not plan_of(MERGE + clauses).small_source
+
+
+@pytest.mark.parametrize("clauses, mode, semi", [
+    ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", "merge-on-read", True),
+    ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", "copy-on-write", False),  # broadcast already
+    ("WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.v > 3 THEN DELETE", "merge-on-read", False),
+])
+def test_a_broadcast_dropped_over_a_mid_size_target_narrows_merge_on_read_by_the_source_keys(clauses, mode, semi):
+    """Between 16 and 128 MiB of target the join shuffles the target: merge-on-read narrows it to the
+    rows the source's keys pair with (not where NOT MATCHED BY SOURCE clauses need every row)."""
+    plan = plan_of(MERGE + clauses, broadcastable=True).with_(mode=mode)
+    assert plan.broadcast_source
+    mid = keep_broadcast_for_target(plan, SEMI_JOIN_MIN_TARGET_BYTES)
+    assert not mid.broadcast_source and mid.semi_join_source_keys is semi
+    small = keep_broadcast_for_target(plan, SEMI_JOIN_MIN_TARGET_BYTES - 1)  # Spark broadcasts the target
+    assert not small.broadcast_source and not small.semi_join_source_keys
+    large = keep_broadcast_for_target(plan, BROADCAST_MIN_TARGET_BYTES)
+    assert large.broadcast_source and not large.semi_join_source_keys
 
 
 def test_on_target_conjuncts_prune_and_source_keys_are_found():

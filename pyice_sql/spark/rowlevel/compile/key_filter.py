@@ -14,12 +14,17 @@ the join does: both key columns integral (Spark widens the narrower side, exactl
 strings (no CHAR / VARCHAR padding, no collation). Keys of other types get no condition.
 The values are an array literal (`array_contains`), not an IN list: Spark writes an IN list's
 values into the scan's generated code, so every statement's keys would compile that code again.
+
+Where the keys are not at hand (a source Spark computes, over files they cannot prune) and the
+plan says `semi_join_source_keys`, `pairing_rows` does the same with Spark's own join: the target
+rows left-semi-joined with the source's key columns, broadcast, by the ON clause's equalities, so
+it compares as the join does for any type.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import types as T
+from pyspark.sql import DataFrame, functions as F, types as T
 
 from pyice_sql.core.model import types as it
 from pyice_sql.core.model.schema import Schema
@@ -53,6 +58,19 @@ def key_row_filter(key_columns: Sequence[tuple[str, str]], schema: Schema, sourc
                 return "FALSE"
             parts.append(f"array_contains(array({', '.join(sql_literal(v, sql_type) for v in values)}), {column})")
     return " AND ".join(parts) or None
+
+
+def pairing_rows(target: DataFrame, source: DataFrame, key_columns: Sequence[tuple[str, str]],
+                 schema: Schema) -> DataFrame:
+    """The rows of `target` whose key columns equal some `source` row's (`key_columns` as in
+    `key_row_filter`), by a left semi join with the source's key columns, broadcast."""
+    names = [f"__pyice_key{i}" for i in range(len(key_columns))]
+    keys = source.select(*[F.col(quote(s)).alias(n) for (_, s), n in zip(key_columns, names)])
+    pairs = [F.col(quote(schema.find_field(t).name)) == F.col(n) for (t, _), n in zip(key_columns, names)]
+    condition = pairs[0]
+    for p in pairs[1:]:
+        condition = condition & p
+    return target.join(F.broadcast(keys), condition, "left_semi")
 
 
 def _field(source: T.StructType, name: str) -> T.StructField | None:
