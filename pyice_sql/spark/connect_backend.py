@@ -123,6 +123,12 @@ def size_setting(spark: Any, key: str, default: str) -> int | None:
 _EXBIBYTE = 2 ** 60
 
 
+def size_at_most(df: Any, limit: int) -> bool:
+    """Whether Spark's size estimate of `df` is known and at most `limit` bytes."""
+    size = _size_estimate(df)
+    return size is not None and size <= limit
+
+
 def size_unknown(df: Any) -> bool:
     """Whether Spark has no size estimate for `df` (rows from Python's `createDataFrame` or an RDD):
     it then assumes `spark.sql.defaultSizeInBytes` (the largest size there is, by default), scaled

@@ -88,6 +88,22 @@ def test_a_few_keys_move_only_their_target_rows(ice, mode):
 
 
 @pytest.mark.spark
+def test_a_local_source_over_the_size_bound_is_not_collected_for_the_rows_alone(ice, monkeypatch):
+    """Where no file can be skipped, a source held in the plan has its keys collected for the row
+    filter only up to `LOCAL_KEYS_MAX_BYTES` (a larger one's keys would be a range): over it, the
+    join alone pairs the rows (this table is under the semi join's 16 MiB), with the same result."""
+    from pyice_sql.spark.rowlevel import dml
+
+    monkeypatch.setattr(dml, "LOCAL_KEYS_MAX_BYTES", 0)
+    _table(ice, "merge-on-read")
+    result, moved = _merge(ice, "SELECT * FROM VALUES (CAST(510 AS BIGINT), 'new'), (CAST(5000 AS BIGINT), 'ins') "
+                                "AS v(id, v)")
+    assert (result.num_updated_rows, result.num_inserted_rows) == (1, 1)
+    assert _rows(ice) == OLD | {510: "new", 5000: "ins"}
+    assert moved >= 1000, moved
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("key_type", ["bigint", "double"])
 def test_a_computed_source_moves_only_the_rows_its_keys_pair_with(ice, mode, key_type, monkeypatch):

@@ -50,7 +50,8 @@ from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.core.plan.rules.join_type import keep_broadcast_for_target
 from pyice_sql.spark.connect_backend import (
-    analyzed_deterministic, fill_cache, is_local_data, reads_cached_data, size_unknown, within_broadcast_threshold,
+    analyzed_deterministic, fill_cache, is_local_data, reads_cached_data, size_at_most, size_unknown,
+    within_broadcast_threshold,
 )
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
@@ -72,6 +73,10 @@ from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
 from pyice_sql.spark.write.data_writer import enforce_not_null, quote
 
 MAX_SOURCE_KEY_VALUES = 1000
+# A source held in the plan has its keys collected for the target rows' filter alone (no file to
+# prune) up to this size: thousands of rows, a few ms of Python. A larger one's keys would narrow
+# the rows to a range, which spread keys do not narrow.
+LOCAL_KEYS_MAX_BYTES = 1 << 20
 _METADATA_NAMES = frozenset(n.lower() for n in METADATA_COLUMNS + LINEAGE_COLUMNS)
 _views = itertools.count()
 
@@ -143,9 +148,10 @@ class RowLevelExecutor:
                 local = is_local_data(source)
                 prunes = source_keys_can_prune(scan.tasks, schema, table.metadata.spec_by_id,
                                                [t for t, _ in plan.source_key_columns])
-                # a source held in the plan gives its keys without a job: worth it for the rows alone
+                # a small source held in the plan gives its keys without a job: worth it for the rows alone
                 found = (self._source_keys(plan, source, local, local or within_broadcast_threshold(source))
-                         if prunes else _local_source_keys(plan, source) if local else None)
+                         if prunes else _local_source_keys(plan, source)
+                         if local and size_at_most(source, LOCAL_KEYS_MAX_BYTES) else None)
                 if found is not None:
                     key_filter = key_row_filter(plan.source_key_columns, schema, source.schema, *found)
                 if prunes:

@@ -33,7 +33,7 @@ from pyice_sql.core.plan.nodes import RowLevelPlan
 # second MergeRows pass with the source broadcast over any target (A/B, same session, clustered ids):
 # 12-14 % faster at 2M rows, but a 1 % MERGE 24 % slower at 200k and 43 % slower at 1M rows.
 # Below it, merge-on-read's semi join of the source's keys (A/B, same session, uniform ids, 1 %
-# MERGE, 30k-row source): 24 % faster at 2M rows (1.12 s -> 0.85 s, Java 1.31 s), even at 200k;
+# MERGE, 30k-row source): 24 % faster at 2M rows (1.12 s -> 0.85 s, Java 1.31 s), neutral at 200k;
 # in copy-on-write's first pass, which broadcasts the source already, 7 % slower: not done there.
 BROADCAST_MIN_TARGET_BYTES = 128 * 1024 * 1024
 # Planned target bytes from which merge-on-read's semi join of the source's keys pays for its two
