@@ -8,6 +8,8 @@ source, so there the filter saves the join's probes, not rows moved).
 Rows moved are read from Spark's own plan metrics (records each exchange wrote). Every result is
 checked against a hand-computed table, including key types the filter must leave alone and a
 copy-on-write MERGE that cannot run its second pass, which rewrites from the unfiltered scan.
+A copy-on-write MERGE whose first pass touches every planned file reads them again through the same
+scan, taken before the filter: checked here too, with and without deletes to apply.
 """
 from __future__ import annotations
 
@@ -188,6 +190,53 @@ def test_copy_on_write_rewrite_that_cannot_merge_again_keeps_every_row(ice, monk
                             "AS v(id, v)")
     assert (result.num_updated_rows, result.num_inserted_rows) == (1, 1)
     assert _rows(ice) == OLD | {510: "new", 5000: "ins"}
+
+
+def _scans_built(monkeypatch) -> list:
+    """The row filter of each target scan the statement builds (dml's `read_tasks`), in order."""
+    from pyice_sql.spark.rowlevel import dml
+
+    built, real = [], dml.read_tasks
+    monkeypatch.setattr(dml, "read_tasks", lambda *a, **k: built.append(k.get("row_filter")) or real(*a, **k))
+    return built
+
+
+TEN_KEYS = ", ".join(f"(CAST({k} AS BIGINT), 'new')" for k in range(510, 520))  # one id in each file
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("source", ["values", "computed"])
+def test_copy_on_write_second_pass_reads_every_planned_file_through_the_first_scan(ice, monkeypatch, source):
+    """A matched row in every planned file: the second pass reads them through the first pass's scan,
+    taken before the key filter (one scan built), and every row of the rewritten files stays."""
+    _table(ice, "copy-on-write")
+    built = _scans_built(monkeypatch)
+    if source == "values":  # keys collected: the first pass filters the shared scan by them
+        result, _ = _merge(ice, f"SELECT * FROM VALUES {TEN_KEYS}, (CAST(5000 AS BIGINT), 'ins') AS v(id, v)")
+    else:  # no keys collected (no file to skip): both passes read the same scan whole
+        src = ice.spark.range(510, 520).selectExpr("id", "'new' AS v").union(
+            ice.spark.range(5000, 5001).selectExpr("id", "'ins'"))
+        result = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id "
+                         "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    assert (result.num_updated_rows, result.num_inserted_rows, result.num_removed_data_files) == (10, 1, 10)
+    assert _rows(ice) == OLD | {k: "new" for k in range(510, 520)} | {5000: "ins"}
+    assert built == [None]
+
+
+@pytest.mark.spark
+def test_copy_on_write_second_pass_scans_again_where_deletes_apply(ice, monkeypatch):
+    """With position deletes to apply, the key filter stays inside the first pass's scan (ahead of the
+    delete filter), so the second pass builds a scan of its own; deleted rows stay deleted."""
+    _table(ice, "merge-on-read")
+    ice.sql("DELETE FROM local.db.t WHERE id IN (511, 600)")
+    ice.sql("ALTER TABLE local.db.t SET TBLPROPERTIES ('write.merge.mode'='copy-on-write')")
+    built = _scans_built(monkeypatch)
+    result, _ = _merge(ice, f"SELECT * FROM VALUES {TEN_KEYS}, (CAST(5000 AS BIGINT), 'ins') AS v(id, v)")
+    assert (result.num_updated_rows, result.num_inserted_rows) == (9, 2)  # 511 was deleted: inserted again
+    expected = OLD | {k: "new" for k in range(510, 520)} | {5000: "ins"}
+    del expected[600]
+    assert _rows(ice) == expected
+    assert len(built) == 2 and built[0] is not None and built[1] is None
 
 
 def _field(name: str, dt: T.DataType, metadata: dict | None = None) -> T.StructType:

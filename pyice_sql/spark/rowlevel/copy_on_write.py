@@ -8,8 +8,9 @@ the updated and inserted ones.
 A MERGE (`RowLevelWrite.merge_rows`, see dml.py) rewrites by MergeRows again, in Iceberg Java's
 shape (its runtime file filter, then ReplaceData): the aggregate reads the matched side of the join
 only, without caching it (Spark prunes it to keys, positions and what the clauses test; a small
-source is broadcast); then the files with a matched row are joined with the source once more,
-their target rows kept, and everything but deleted rows is written: copies, updates and inserts
+source is broadcast); then the files with a matched row are joined with the source once more
+(read through the first pass's scan when they are all the planned files: dml.py), their target
+rows kept, and everything but deleted rows is written: copies, updates and inserts
 from one MergeRows, as one write job. With a NOT MATCHED clause that join shuffles both sides by
 key (the source is broadcast only over a large target scan, as merge-on-read's), and its tasks,
 sized by adaptive execution, write the files: no rebalance, Java's three jobs. With the source

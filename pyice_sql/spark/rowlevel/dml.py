@@ -270,21 +270,42 @@ class RowLevelExecutor:
         if merge_again:
             plan = plan.with_(broadcast_source=False)
 
-        def target_rows(read: list[FileScanTask], row_filter: str | None = None,
-                        pairing: bool = False) -> tuple[DataFrame, str, Column | None]:
-            """The target scan of `read` with its view, and its rows' file paths by ordinal (the
-            rows carry their file's ordinal through the join, and get its path after it). With
-            `row_filter` or `pairing`, only the rows the source's keys pair with (key_filter.py)."""
+        def scan_rows(read: list[FileScanTask], row_filter: str | None = None,
+                      pairing: bool = False) -> tuple[DataFrame, Column | None]:
+            """The target scan of `read`, and its rows' file paths by ordinal (the rows carry their
+            file's ordinal through the join, and get its path after it). With `row_filter` or
+            `pairing`, only the rows the source's keys pair with (key_filter.py)."""
             rows = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, read, with_metadata=True,
                                                                   live_flag=live, file_ordinal=True,
                                                                   row_filter=row_filter)
             if pairing:
                 rows = pairing_rows(rows, source, plan.source_key_columns, schema)
-            rows = rows.withColumn(TARGET_MARK, F.lit(True))
-            return rows, self._view(rows), paths_by_ordinal(self.spark, [t.file.file_path for t in read], F.col(FILE))
+            return (rows.withColumn(TARGET_MARK, F.lit(True)),
+                    paths_by_ordinal(self.spark, [t.file.file_path for t in read], F.col(FILE)))
 
-        target, target_view, file_path = target_rows(tasks, key_filter,
-                                                     plan.semi_join_source_keys and key_filter is None)
+        # A copy-on-write MERGE's second pass reads whole the files its first pass found, often all
+        # the planned ones once the source's keys pruned them: it then reuses the first pass's scan,
+        # taken before the key filter, instead of building another (~50 ms of driver time: a 1 %
+        # MERGE into a 2M-row clustered table 6-8 % faster). With deletes to apply, the key filter
+        # stays inside the scan, ahead of the delete filter (`read_tasks`).
+        planned = None
+        if merge_again and (key_filter is None or not any(t.deletes for t in tasks)):
+            planned = scan_rows(tasks)
+            target, file_path = planned
+            if key_filter is not None:
+                target = target.where(F.expr(key_filter))
+        else:
+            target, file_path = scan_rows(tasks, key_filter, plan.semi_join_source_keys and key_filter is None)
+        target_view = self._view(target)
+
+        def target_rows(read: list[FileScanTask]) -> tuple[DataFrame, str, Column | None]:
+            """Copy-on-write pass 2: the whole rows of `read`, with their view and file paths."""
+            if planned is not None and {t.file.file_path for t in read} == {t.file.file_path for t in tasks}:
+                rows, paths = planned
+                return rows, target_view if rows is target else self._view(rows), paths
+            rows, paths = scan_rows(read)
+            return rows, self._view(rows), paths
+
         if source is not None:
             source = source.withColumn(SOURCE_MARK, F.lit(True))
             if plan.broadcast_source:  # ids stay the same on each read of the persisted source
