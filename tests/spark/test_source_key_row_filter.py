@@ -239,6 +239,30 @@ def test_copy_on_write_second_pass_scans_again_where_deletes_apply(ice, monkeypa
     assert len(built) == 2 and built[0] is not None and built[1] is None
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("mode", MODES)
+def test_a_key_range_compiles_no_code_of_its_own(ice, mode):
+    """Over 1000 keys the filter is their range, held by the shim's function, not written into Spark's
+    generated code: a MERGE whose range differs from the last one's compiles nothing new (BETWEEN
+    compiled the scan stages again). Each result is checked against the same MERGE done in Python."""
+    _table(ice, mode)
+    compiled = ice.spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    expected = dict(OLD)
+
+    def merge(lo: int) -> int:
+        keys = range(lo, lo + 1200)  # SQL VALUES: held in the plan, its keys collected without a job
+        rows = ", ".join(f"(CAST({k} AS BIGINT), 'new{lo}')" for k in keys)
+        before = compiled.getCount()
+        _merge(ice, f"SELECT * FROM VALUES {rows} AS v(id, v)")
+        expected.update((k, f"new{lo}") for k in keys)
+        assert _rows(ice) == expected
+        return compiled.getCount() - before
+
+    merge(-600)
+    merge(-300)  # the table now as it stays (rewritten files, or delete files to apply)
+    assert merge(-450) == 0
+
+
 def _field(name: str, dt: T.DataType, metadata: dict | None = None) -> T.StructType:
     return T.StructType([T.StructField(name, dt, True, metadata or {})])
 
@@ -253,6 +277,14 @@ def test_filter_text_for_values_ranges_and_types():
     assert key_row_filter([("id", "k")], SCHEMA, _field("k", T.LongType()), {"id": [1] * 2000}, {"id": (-5, 9)}) == \
         "`id` BETWEEN CAST(-5 AS bigint) AND CAST(9 AS bigint)"
     assert key_row_filter([("id", "k")], SCHEMA, _field("k", T.LongType()), {"id": []}, {}) == "FALSE"
+    # an integral range by the given function where it answers (the shim's), else BETWEEN; never a string's
+    held = lambda column, lo, hi: f"in_range_{lo}_{hi}({column})"  # noqa: E731
+    wide = T.StructType(_field("k", T.LongType()).fields + _field("n", T.StringType()).fields)
+    assert key_row_filter([("id", "k"), ("name", "n")], SCHEMA, wide, {}, {"id": (-5, 9), "name": ("a", "b")},
+                          integral_range=held) == "in_range_-5_9(`id`) AND `name` BETWEEN CAST(X'61' AS string) AND " \
+                                                  "CAST(X'62' AS string)"
+    assert key_row_filter([("id", "k")], SCHEMA, _field("k", T.LongType()), {}, {"id": (-5, 9)},
+                          integral_range=lambda *_: None) == "`id` BETWEEN CAST(-5 AS bigint) AND CAST(9 AS bigint)"
     # two key columns: both conditions; a string one as a hex literal (nothing to escape)
     both = key_row_filter([("id", "k"), ("name", "n")], SCHEMA,
                           T.StructType(_field("k", T.LongType()).fields + _field("n", T.StringType()).fields),

@@ -449,6 +449,11 @@ class ShimHandle:
         return self._call("PositionDeleteFilter", "liveRows", self._spark._jsparkSession, spec, self._conf(),
                           key, pos)
 
+    def key_range(self, lo: int, hi: int) -> str | None:
+        """KeyRange.register: the name of a SQL function of one bigint, true within [lo, hi], whose
+        bounds stay out of Spark's generated code; None where Spark cannot load the shim's catalog."""
+        return self._call_text("KeyRange", "register", self._spark._jsparkSession, lo, hi)
+
     def file_facts(self, table: str, types: list[str], key: Any) -> list[Any]:
         """FileFacts.columns: one JVM Column per fact of `table`, typed by `types` (see
         read/file_keys.py), over the JVM column `key`."""

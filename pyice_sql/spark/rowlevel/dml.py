@@ -36,7 +36,7 @@ from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, FILE_ORDINAL, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_KEEPING_JOIN,
     TARGET_MARK, rewrite_select, tagged_select, unmatched_source_select, value_name, value_probe_select,
 )
-from pyice_sql.spark.rowlevel.compile.key_filter import key_row_filter, pairing_rows
+from pyice_sql.spark.rowlevel.compile.key_filter import key_row_filter, pairing_rows, shim_key_range
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
 from pyice_sql.core.errors import AnalysisError, CardinalityError
 from pyice_sql.core.expr.evaluators import rows_must_match
@@ -153,7 +153,8 @@ class RowLevelExecutor:
                          if prunes else _local_source_keys(plan, source)
                          if local and size_at_most(source, LOCAL_KEYS_MAX_BYTES) else None)
                 if found is not None:
-                    key_filter = key_row_filter(plan.source_key_columns, schema, source.schema, *found)
+                    key_filter = key_row_filter(plan.source_key_columns, schema, source.schema, *found,
+                                                integral_range=shim_key_range(self.spark) if found[1] else None)
                 if prunes:
                     narrowed = _narrowed(plan, schema, *found)
                     if narrowed is not plan:

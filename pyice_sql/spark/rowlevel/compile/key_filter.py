@@ -14,6 +14,9 @@ the join does: both key columns integral (Spark widens the narrower side, exactl
 strings (no CHAR / VARCHAR padding, no collation). Keys of other types get no condition.
 The values are an array literal (`array_contains`), not an IN list: Spark writes an IN list's
 values into the scan's generated code, so every statement's keys would compile that code again.
+For the same reason an integral range is tested by the shim's `key_range` function where it
+loads (`shim_key_range`: bounds held by the function object), `BETWEEN` elsewhere: a copy-on-write
+MERGE whose range differed from the last one's compiled five classes again (~40 ms).
 
 Where the keys are not at hand (a source Spark computes, over files they cannot prune) and the
 plan says `semi_join_source_keys`, `pairing_rows` does the same with Spark's own join: the target
@@ -22,9 +25,9 @@ it compares as the join does for any type.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
-from pyspark.sql import DataFrame, functions as F, types as T
+from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
 
 from pyice_sql.core.model import types as it
 from pyice_sql.core.model.schema import Schema
@@ -33,14 +36,18 @@ from pyice_sql.spark.local_relation import sql_literal
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _CHAR_VARCHAR = "__CHAR_VARCHAR_TYPE_STRING"  # Spark's field metadata for a CHAR(n) / VARCHAR(n) column
+# (quoted integral column, lo, hi) -> a condition true for the column's values within [lo, hi], or None
+IntegralRange = Callable[[str, int, int], str | None]
 
 
 def key_row_filter(key_columns: Sequence[tuple[str, str]], schema: Schema, source: T.StructType,
-                   keys: dict[str, list], ranges: dict[str, tuple]) -> str | None:
+                   keys: dict[str, list], ranges: dict[str, tuple],
+                   integral_range: IntegralRange | None = None) -> str | None:
     """The condition on target columns, or None when no key column compares as the join does.
     `key_columns`: the ON clause's (target column, source column) equalities (the plan's
     `source_key_columns`); `keys`: each target key column's distinct non-null source values;
-    `ranges`: (min, max) for the columns with too many values to list (they take precedence)."""
+    `ranges`: (min, max) for the columns with too many values to list (they take precedence);
+    `integral_range`: how an integral range is tested, if not by `BETWEEN` (`shim_key_range`)."""
     parts = []
     for t_col, s_col in key_columns:
         field = schema.find_field(t_col)
@@ -51,13 +58,31 @@ def key_row_filter(key_columns: Sequence[tuple[str, str]], schema: Schema, sourc
         column = quote(field.name)
         if t_col in ranges:
             lo, hi = ranges[t_col]
-            parts.append(f"{column} BETWEEN {sql_literal(lo, sql_type)} AND {sql_literal(hi, sql_type)}")
+            held = integral_range(column, lo, hi) if integral_range and field.type in (it.INT, it.LONG) else None
+            parts.append(held or f"{column} BETWEEN {sql_literal(lo, sql_type)} AND {sql_literal(hi, sql_type)}")
         elif t_col in keys:
             values = keys[t_col]
             if not values:  # no non-null source key: `=` pairs nothing
                 return "FALSE"
             parts.append(f"array_contains(array({', '.join(sql_literal(v, sql_type) for v in values)}), {column})")
     return " AND ".join(parts) or None
+
+
+def shim_key_range(spark: SparkSession) -> IntegralRange | None:
+    """`key_row_filter`'s `integral_range` by the shim's `key_range` function (KeyRange.java); None on
+    Spark Connect, where the shim does not load."""
+    from pyice_sql.spark.connect_backend import is_connect
+
+    if is_connect(spark):
+        return None
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    shim = load_shim(spark)
+
+    def held(column: str, lo: int, hi: int) -> str | None:
+        name = shim.key_range(int(lo), int(hi))
+        return None if name is None else f"{name}({column})"
+    return held
 
 
 def pairing_rows(target: DataFrame, source: DataFrame, key_columns: Sequence[tuple[str, str]],
