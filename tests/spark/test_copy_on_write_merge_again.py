@@ -115,6 +115,37 @@ def test_a_target_row_matched_twice_fails_and_writes_nothing(table):
     assert _files(ice) == before
 
 
+def test_pairs_of_one_target_row_in_two_tasks_are_caught(table, monkeypatch):
+    """The matched side is counted in the tasks that join (FileChanges.java): a target row whose two
+    source rows sit in different source partitions, hence maybe in different tasks, still fails
+    the cardinality check, and a clean MERGE's counts stay exact."""
+    from pyice_sql.spark.jvm.bridge import ShimHandle
+
+    ice, calls = table
+    counted = []
+    original = ShimHandle.file_changes
+    monkeypatch.setattr(ShimHandle, "file_changes", lambda self, rows: counted.append(1) or original(self, rows))
+    before = _files(ice)
+
+    def src(rows_per_partition):
+        parts = [ice.spark.createDataFrame(rows, "id long, v string").coalesce(1) for rows in rows_per_partition]
+        frame = parts[0].union(parts[1]).cache()
+        frame.count()
+        return frame
+    with pytest.raises(CardinalityError, match="id=7"):
+        ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v",
+                src=src([[(7, "x"), (150, "p")], [(7, "y"), (250, "q")]])).collect()
+    assert _files(ice) == before and counted == [1]
+    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED AND s.v = 'del' THEN DELETE "
+                  "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+                  src=src([[(7, "x"), (150, "del"), (900, "n")], [(8, "y"), (250, "del"), (901, "m")]])).collect()[0]
+    assert (out.num_updated_rows, out.num_deleted_rows, out.num_inserted_rows, out.num_removed_data_files) == (2, 2, 2, 3)
+    changed = {7: "x", 8: "y", 900: "n", 901: "m"}
+    assert _rows(ice) == {(i, changed.get(i, f"r{i}")) for i in range(300) if i not in (150, 250)} | {
+        (900, "n"), (901, "m")}
+    assert counted == [1, 1]
+
+
 def test_a_broadcast_merge_writes_the_rows_in_the_tasks_that_read_them(ice, monkeypatch):
     """With the source broadcast (the shape kept over a large target scan) the scan's tasks write
     the rows they read, as a copy-on-write UPDATE's do: each rewritten file's rows together and in

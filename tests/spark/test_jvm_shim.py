@@ -347,6 +347,36 @@ SPEC_VECTORS = [  # (Spark SQL expression, Iceberg bucket hash from the spec)
 COUNTS = [1, 7, 16, 1000, 2147483647]
 
 
+def test_file_changes_merge_what_each_task_counted(spark, shim):
+    """FileChanges.perFile: each task keeps its files' positions, the driver merges them, so a
+    position paired in two tasks is a cardinality violation, and a position updated in both counts
+    once. Truth: counted by hand from the rows below."""
+    columns = {"ordinal": "bigint", "pos": "bigint", "updates": "boolean", "deletes": "boolean", "inserts": "boolean",
+               "matched": "boolean"}
+    tasks = [
+        [(0, 1, True, False, False, True), (0, 2, False, True, False, True), (1, 5, True, False, False, True),
+         (None, None, False, False, True, False)],
+        [(0, 1, True, False, False, True), (1, 6, False, False, False, True), (None, None, False, False, True, False),
+         (2, 9, False, True, False, False)],  # an UPDATE/DELETE's row: no pair
+    ]
+    flat = tasks[0] + tasks[1]
+
+    def literal(value, sql_type):
+        return f"CAST(NULL AS {sql_type})" if value is None else str(value).lower()
+    # a range of two slices: rows 0-3 in one task, 4-7 in the other
+    rows = spark.range(0, len(flat), 1, 2).selectExpr(*[
+        f"element_at(array({', '.join(literal(r[i], t) for r in flat)}), CAST(id AS int) + 1) AS {name}"
+        for i, (name, t) in enumerate(columns.items())])
+    assert [len(p) for p in rows.rdd.glom().collect()] == [4, 4]  # two tasks: position 1 of file 0 in both
+    assert shim.file_changes(rows._jdf) == [
+        [None, 0, 0, 2, 0],  # inserted rows
+        [0, 1, 1, 0, 2],  # position 1 updated (once) and paired twice; position 2 deleted
+        [1, 1, 0, 0, 1],
+        [2, 0, 1, 0, 0],
+    ]
+    assert shim.file_changes(rows.where("false")._jdf) == []
+
+
 def test_bucket_udf_spec_vectors(spark, shim):
     exprs = [f"pyice_bucket({n}, {e})" for e, _ in SPEC_VECTORS for n in COUNTS]
     row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]

@@ -454,6 +454,11 @@ class ShimHandle:
         bounds stay out of Spark's generated code; None where Spark cannot load the shim's catalog."""
         return self._call_text("KeyRange", "register", self._spark._jsparkSession, lo, hi)
 
+    def file_changes(self, rows: Any) -> list[list]:
+        """FileChanges.perFile: per data file ordinal of the JVM Dataset `rows` (ordinal, pos, updates,
+        deletes, inserts, matched), `[ordinal, updated, deleted, inserted, pairs]`, counted in its tasks."""
+        return self._call_json("FileChanges", "perFile", rows)
+
     def file_facts(self, table: str, types: list[str], key: Any) -> list[Any]:
         """FileFacts.columns: one JVM Column per fact of `table`, typed by `types` (see
         read/file_keys.py), over the JVM column `key`."""

@@ -1,9 +1,11 @@
 """Copy-on-write: rewrite exactly the data files holding a changed row, plus the inserted rows.
 
-One aggregate over the tagged rows names the files to rewrite and gives the result row's
-counts (each changed position once) and whether some target row is in two matched pairs (the
-MERGE cardinality check); then one write job copies the untouched rows of those files next to
-the updated and inserted ones.
+One pass over the tagged rows names the files to rewrite and gives the result row's counts
+(each changed position once) and whether some target row is in two matched pairs (the MERGE
+cardinality check): counted in the tasks that tag the rows, their positions kept in bitmaps the
+driver merges (FileChanges.java: one job, no shuffle), or by a Spark aggregate where the shim is
+absent; then one write job copies the untouched rows of those files next to the updated and
+inserted ones.
 
 A MERGE (`RowLevelWrite.merge_rows`, see dml.py) rewrites by MergeRows again, in Iceberg Java's
 shape (its runtime file filter, then ReplaceData): the aggregate reads the matched side of the join
@@ -41,9 +43,10 @@ from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import read_tasks
-from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS
+from pyice_sql.spark.frames import select_sql
+from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, MATCHED_PAIR, OP, POS
 from pyice_sql.spark.rowlevel.context import (
-    RowLevelWrite, Written, acting, matched, new_row, new_row_counts, observed, op_count,
+    ACTING_SQL, RowLevelWrite, Written, acting, matched, new_row, new_row_counts, observed, op_count,
 )
 from pyice_sql.spark.write.data_writer import quote, write_data_files
 
@@ -57,7 +60,7 @@ Rewrite = Callable[[RowLevelWrite, list[FileScanTask]], list[DataFile]]
 
 
 def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Written:
-    per_file = _changes_per_file(w).collect()
+    per_file = _changes_per_file(w)
     if w.checks_cardinality and any(r["pairs"] > 1 for r in per_file):
         raise CardinalityViolation()
     out = Written(updated=sum(r["updated"] for r in per_file), deleted=sum(r["deleted"] for r in per_file),
@@ -124,15 +127,28 @@ def read_straight(rewritten: list[FileScanTask]) -> list[DataFile]:
     return [] if any(t.deletes for t in rewritten) else [t.file for t in rewritten]
 
 
-def _changes_per_file(w: RowLevelWrite) -> DataFrame:
-    """Per target data file (NULL: inserted rows): rows updated, positions deleted, rows
-    inserted, and the most matched pairs of one of its rows."""
+def _changes_per_file(w: RowLevelWrite) -> list[dict]:
+    """Per target data file `f` (None: inserted rows): rows updated, positions deleted, rows
+    inserted, and the most matched pairs of one of its rows (counted up to 2: more than one is
+    all the cardinality check asks). Counted in the tasks that tag the rows where they carry their
+    file's ordinal (FileChanges.java: no shuffle, one job); else by a Spark aggregate."""
+    changes = ACTING_SQL if w.plan.source is None else f"{ACTING_SQL} OR {MATCHED_PAIR} OR {OP} = {INSERT}"
+    rows = w.tagged.where(changes)
+    if w.file_ordinals:
+        from pyice_sql.spark.jvm.bridge import load_shim
+
+        paired = "false" if w.plan.source is None else f"coalesce({MATCHED_PAIR}, false)"
+        facts = select_sql(rows, [FILE_ORDINAL, POS, *(f"coalesce({OP} = {op}, false)" for op in (UPDATE, DELETE, INSERT)),
+                                  paired])
+        paths = [t.file.file_path for t in w.tasks]
+        return [{"f": None if o is None else paths[o], "updated": u, "deleted": d, "inserted": i, "pairs": p}
+                for o, u, d, i, p in load_shim(w.spark).file_changes(facts._jdf)]
     if w.plan.source is None:  # UPDATE / DELETE: each target row once, no pairs
-        return (w.tagged.where(acting()).groupBy(F.col(FILE).alias("f"))
-                .agg(op_count(UPDATE).alias("updated"), op_count(DELETE).alias("deleted"),
-                     F.lit(0).alias("inserted"), F.lit(0).alias("pairs")))
+        per_file = (rows.groupBy(F.col(FILE).alias("f"))
+                    .agg(op_count(UPDATE).alias("updated"), op_count(DELETE).alias("deleted"),
+                         F.lit(0).alias("inserted"), F.lit(0).alias("pairs")))
+        return [r.asDict() for r in per_file.collect()]
     one = F.lit(1)
-    rows = w.tagged.where(acting() | matched(w.plan) | (F.col(OP) == INSERT))
     if w.merge_rows is not None:
         # the matched side only, every row in a file: rows grouped by file are grouped by position
         # too, so one shuffle serves both aggregates (one Spark job fewer)
@@ -142,6 +158,7 @@ def _changes_per_file(w: RowLevelWrite) -> DataFrame:
                     F.max(F.when(F.col(OP) == UPDATE, 1).otherwise(0)).alias("updated"),
                     F.max(F.when(F.col(OP) == DELETE, 1).otherwise(0)).alias("deleted"),
                     op_count(INSERT).alias("inserted")))
-    return (per_row.groupBy(F.col(FILE).alias("f"))
-            .agg(F.sum("updated").alias("updated"), F.sum("deleted").alias("deleted"),
-                 F.sum("inserted").alias("inserted"), F.max("pairs").alias("pairs")))
+    per_file = (per_row.groupBy(F.col(FILE).alias("f"))
+                .agg(F.sum("updated").alias("updated"), F.sum("deleted").alias("deleted"),
+                     F.sum("inserted").alias("inserted"), F.max("pairs").alias("pairs")))
+    return [r.asDict() for r in per_file.collect()]
