@@ -151,6 +151,18 @@ def fill_cache(df: Any) -> None:
         df._jdf.queryExecution().toRdd().count()
 
 
+def row_count_estimate(df: Any) -> int | None:
+    """The rows Spark's statistics say `df` holds, where they know (a cache filled, a range, rows
+    held in the plan); None where they do not (files, most projections of joins). On Spark Connect
+    read from the plan's cost explain."""
+    if not is_connect(df.sparkSession):
+        count = df._jdf.queryExecution().optimizedPlan().stats().rowCount()
+        return int(str(count.get())) if count.isDefined() else None
+    found = re.search(r"Statistics\(sizeInBytes=[^,)]*, rowCount=([0-9.E+]+)",
+                      _section(df._explain_string(mode="cost"), "Optimized Logical Plan"))
+    return None if found is None else int(float(found.group(1)))
+
+
 def _size_estimate(df: Any) -> float | None:
     """Spark's size estimate of `df`'s optimized plan in bytes; on Spark Connect read from the
     plan's cost explain (to its one decimal), None when that text does not read as a size."""

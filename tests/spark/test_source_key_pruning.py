@@ -122,3 +122,62 @@ def test_a_nan_source_key_prunes_nothing_by_its_column(ice):
     rows = ice.sql("SELECT id, v FROM local.db.t").collect()
     assert sorted(r.v for r in rows if r.id == 1.0) == ["new"]
     assert len(rows) == 200 + 1 + len(far)
+
+
+def _recording_sets(monkeypatch) -> list[bool]:
+    from pyice_sql.spark.rowlevel import dml
+
+    calls = []
+    original = dml._small_source_keys
+    monkeypatch.setattr(dml, "_small_source_keys",
+                        lambda plan, source, sets=True: calls.append(sets) or original(plan, source, sets))
+    return calls
+
+
+def test_a_source_spark_counts_many_rows_of_goes_to_its_key_range(ice, monkeypatch):
+    """A cached source Spark has counted (20,001 rows, over ten times the keys a set holds) gets
+    its one key column's range with no set of its keys built: the files of [510, far] are read
+    (5 of 10), as with the set, and the rows come out the same."""
+    _table(ice, clustered=True)
+    sets = _recording_sets(monkeypatch)
+    far = [100_000 + k for k in range(20_000)]
+    src = ice.spark.createDataFrame([(510, "new")] + [(i, "ins") for i in far], "id bigint, v string").cache()
+    src.count()  # filled: Spark's statistics now hold its row count
+    result = ice.sql(MERGE, src=src).collect()[0]
+    assert sets == [False]
+    assert (result.num_updated_rows, result.num_inserted_rows) == (1, len(far))
+    assert len(ice.last_plan.tasks) == 5, ice.last_plan.metrics
+    rows = {r.id: r.v for r in ice.sql("SELECT id, v FROM local.db.t").collect()}
+    assert rows == {i: "old" for i in range(1000)} | {510: "new"} | {i: "ins" for i in far}
+
+
+def test_many_rows_of_null_keys_match_nothing_and_read_no_file(ice, monkeypatch):
+    """Every key of a many-row source is NULL: no range, nothing can match, no file is read, every
+    source row is inserted."""
+    _table(ice, clustered=True)
+    sets = _recording_sets(monkeypatch)
+    src = ice.spark.range(20_001).selectExpr("CAST(NULL AS BIGINT) AS id", "'ins' AS v").cache()
+    src.count()
+    result = ice.sql(MERGE, src=src).collect()[0]
+    assert sets == [False]
+    assert (result.num_updated_rows, result.num_inserted_rows) == (0, 20_001)
+    assert len(ice.last_plan.tasks) == 0, ice.last_plan.metrics
+    assert ice.sql("SELECT count(*), count(id) FROM local.db.t").collect()[0][:] == (21_001, 1000)
+
+
+def test_several_key_columns_keep_their_sets(ice, monkeypatch):
+    """With two key columns one may hold few values (a region beside an id), whose exact set prunes
+    better than its range: both keep their sets however many rows the source has."""
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql("CREATE TABLE local.db.t (r string, id bigint, v string) USING iceberg")
+    for region in ("a", "m", "z"):  # one file per region
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ '{region}', id, 'old' FROM range(100)")
+    sets = _recording_sets(monkeypatch)
+    src = ice.spark.range(20_001).selectExpr("IF(id % 2 = 0, 'a', 'z') AS r", "id + 50 AS id", "'new' AS v").cache()
+    src.count()
+    result = ice.sql("MERGE INTO local.db.t t USING src s ON t.r = s.r AND t.id = s.id "
+                     "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    assert sets == [True]
+    assert len(ice.last_plan.tasks) == 2, ice.last_plan.metrics  # 'a' and 'z', not 'm' inside [a, z]
+    # ids 50-99 match: the even ones in 'a', the odd ones in 'z'
+    assert (result.num_updated_rows, result.num_inserted_rows) == (50, 20_001 - 50)

@@ -50,8 +50,8 @@ from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
 from pyice_sql.core.plan.rules.join_type import keep_broadcast_for_target
 from pyice_sql.spark.connect_backend import (
-    analyzed_deterministic, fill_cache, is_local_data, reads_cached_data, size_at_most, size_unknown,
-    within_broadcast_threshold,
+    analyzed_deterministic, fill_cache, is_local_data, reads_cached_data, row_count_estimate, size_at_most,
+    size_unknown, within_broadcast_threshold,
 )
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
@@ -229,18 +229,25 @@ class RowLevelExecutor:
         more keys need a second query, for their min and max. (A large source pays a distinct
         aggregate of its keys; it is only asked when the target's files can be told apart.)"""
         found = _local_source_keys(plan, source) if local else None
+        ranged = found is None and _ranged_by_row_count(plan, source)
         if found is None and small:
-            found = _small_source_keys(plan, source)
+            found = _small_source_keys(plan, source, sets=not ranged)
         if found is not None:
             return found
         keys = {}
-        for t_col, s_col in plan.source_key_columns:
+        for t_col, s_col in [] if ranged else plan.source_key_columns:
             c = F.col(quote(s_col))
             keys[t_col] = [r[0] for r in source.select(c).where(c.isNotNull()).distinct()
                            .limit(MAX_SOURCE_KEY_VALUES + 1).collect()]
-        many = [(t, s) for t, s in plan.source_key_columns if len(keys[t]) > MAX_SOURCE_KEY_VALUES]
+        many = [(t, s) for t, s in plan.source_key_columns if ranged or len(keys[t]) > MAX_SOURCE_KEY_VALUES]
         bounds = source.agg(*[f(F.col(quote(s))) for _, s in many for f in (F.min, F.max)]).first() if many else ()
-        return keys, {t: (bounds[2 * i], bounds[2 * i + 1]) for i, (t, _) in enumerate(many)}
+        ranges = {}
+        for i, (t, _) in enumerate(many):
+            if bounds[2 * i] is None:  # no non-null key (`ranged`): none can match
+                keys[t] = []
+            else:
+                ranges[t] = (bounds[2 * i], bounds[2 * i + 1])
+        return keys, ranges
 
     # --- execution ----------------------------------------------------------------------------
     def _execute(self, table: Table, plan: RowLevelPlan, source: DataFrame | None, scan: ScanPlan,
@@ -586,20 +593,36 @@ def _narrowed(plan: RowLevelPlan, schema, keys: dict[str, list], ranges: dict[st
                       filters=plan.filters + (PruningFilter(extra, "source join-key values/range (runtime)"),))
 
 
-def _small_source_keys(plan: RowLevelPlan, source: DataFrame) -> tuple[dict[str, list], dict[str, tuple]]:
+def _ranged_by_row_count(plan: RowLevelPlan, source: DataFrame) -> bool:
+    """Whether the source's one key column goes straight to its range: Spark's statistics know the
+    source holds over ten times MAX_SOURCE_KEY_VALUES rows (a filled cache, for one), so unless
+    nearly every row repeats a key there are more keys than a set may hold. Finding that out costs a
+    hash set of every row's key (~0.1 s of the one task over a 150k-row source). Several key
+    columns keep their sets: one of them may hold few values (a region beside an id)."""
+    if len(plan.source_key_columns) != 1:
+        return False
+    rows = row_count_estimate(source)
+    return rows is not None and rows > 10 * MAX_SOURCE_KEY_VALUES
+
+
+def _small_source_keys(plan: RowLevelPlan, source: DataFrame, sets: bool = True
+                       ) -> tuple[dict[str, list], dict[str, tuple]]:
     """`RowLevelExecutor._source_keys`' distinct keys and (for columns with many) key ranges, for a source small
     enough to broadcast: one aggregate in one task (no shuffle: one Spark job), its answer one row.
     Collecting the key columns instead pickled every source row into Python (0.2 s for a 30k-row
-    source)."""
+    source). Without `sets`, ranges alone (`_ranged_by_row_count`)."""
     exprs = []
     for i, (_, s_col) in enumerate(plan.source_key_columns):
         c = quote(s_col)
         exprs += [f"min({c}) AS lo{i}", f"max({c}) AS hi{i}",
-                  f"IF(size(collect_set({c})) > {MAX_SOURCE_KEY_VALUES}, NULL, collect_set({c})) AS keys{i}"]
+                  f"IF(size(collect_set({c})) > {MAX_SOURCE_KEY_VALUES}, NULL, collect_set({c})) AS keys{i}"
+                  if sets else f"NULL AS keys{i}"]
     row, = select_sql(source.coalesce(1), exprs).collect()
     keys, ranges = {}, {}
     for i, (t_col, _) in enumerate(plan.source_key_columns):
-        if row[f"keys{i}"] is None:
+        if row[f"lo{i}"] is None:  # no non-null key: none can match
+            keys[t_col] = []
+        elif row[f"keys{i}"] is None:
             ranges[t_col] = (row[f"lo{i}"], row[f"hi{i}"])
         else:
             keys[t_col] = list(row[f"keys{i}"])
