@@ -8,7 +8,7 @@ absent; then one write job copies the untouched rows of those files next to the 
 inserted ones.
 
 A MERGE (`RowLevelWrite.merge_rows`, see dml.py) rewrites by MergeRows again, in Iceberg Java's
-shape (its runtime file filter, then ReplaceData): the aggregate reads the matched side of the join
+shape (its runtime file filter, then ReplaceData): the count of changes reads the matched side of the join
 only, without caching it (Spark prunes it to keys, positions and what the clauses test; a small
 source is broadcast); then the files with a matched row are joined with the source once more
 (read through the first pass's scan when they are all the planned files: dml.py), their target
@@ -24,7 +24,7 @@ deterministic. Any other MERGE (and format v3, whose copies keep their lineage c
 copy_on_write_v3.py) rewrites by the changed rows, as above.
 
 An UPDATE or DELETE whose condition can be evaluated twice (`RowLevelWrite.rewrite_rows`, see
-dml.py) rewrites by predicate: the aggregate scans the target without caching the tagged rows,
+dml.py) rewrites by predicate: the count of changes scans the target without caching the tagged rows,
 and the write reads the files to rewrite once more and applies the statement to them (DELETE
 keeps the rows its condition does not hold for, UPDATE assigns where it holds). There is no
 join of the copies with the changed rows, and no cache of them to build and broadcast. The rows
@@ -138,8 +138,8 @@ def _changes_per_file(w: RowLevelWrite) -> list[dict]:
         from pyice_sql.spark.jvm.bridge import load_shim
 
         paired = "false" if w.plan.source is None else f"coalesce({MATCHED_PAIR}, false)"
-        facts = select_sql(rows, [FILE_ORDINAL, POS, *(f"coalesce({OP} = {op}, false)" for op in (UPDATE, DELETE, INSERT)),
-                                  paired])
+        acts = [f"coalesce({OP} = {op}, false)" for op in (UPDATE, DELETE, INSERT)]
+        facts = select_sql(rows, [FILE_ORDINAL, POS, *acts, paired])
         paths = [t.file.file_path for t in w.tasks]
         return [{"f": None if o is None else paths[o], "updated": u, "deleted": d, "inserted": i, "pairs": p}
                 for o, u, d, i, p in load_shim(w.spark).file_changes(facts._jdf)]

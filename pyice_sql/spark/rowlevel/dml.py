@@ -348,7 +348,7 @@ class RowLevelExecutor:
         if not merge_again:
             tagged = tag(plan, target, target_view, file_path)
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
-        # cached when two passes read the tagged rows: copy-on-write's aggregate and its rewrite by
+        # cached when two passes read the tagged rows: copy-on-write's count of changes and its rewrite by
         # the changed rows; merge-on-read's write mode says when (`RowLevelWrite.read_twice`). With a broadcast
         # source, its matched side is cached: the rest is the source's unmatched rows, cheap to
         # compute again.
