@@ -1,7 +1,6 @@
 package pyice.shim;
 
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 
 /**
@@ -13,12 +12,12 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class KeyRange extends RowPredicate {
     private static final long serialVersionUID = 1L;
-    private static final DataType[] INPUT_TYPES = {DataTypes.LongType};
 
     private final long lo;
     private final long hi;
 
     private KeyRange(long lo, long hi) {
+        super("key_range", "key_range(key): whether the key is within the source's key range", DataTypes.LongType);
         this.lo = lo;
         this.hi = hi;
     }
@@ -30,21 +29,6 @@ public final class KeyRange extends RowPredicate {
      */
     public static String register(SparkSession spark, long lo, long hi) {
         return ShimFunctions.register(spark, new KeyRange(lo, hi));
-    }
-
-    @Override
-    public DataType[] inputTypes() {
-        return INPUT_TYPES;
-    }
-
-    @Override
-    public String name() {
-        return "key_range";
-    }
-
-    @Override
-    public String description() {
-        return "key_range(key): whether the key is within the source's key range";
     }
 
     /** Called by Spark's generated code with the row's key (a null key never reaches it: the result is null). */

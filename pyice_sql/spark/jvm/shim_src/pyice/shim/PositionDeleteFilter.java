@@ -12,7 +12,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.api.java.UDF2;
 import org.apache.spark.sql.functions;
-import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 
 /**
@@ -37,7 +36,6 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class PositionDeleteFilter extends RowPredicate {
     private static final long serialVersionUID = 1L;
-    private static final DataType[] INPUT_TYPES = {DataTypes.LongType, DataTypes.LongType};
     private static final String RECORD = "\u0000";
 
     private final DeleteLoader deletes;
@@ -46,6 +44,8 @@ public final class PositionDeleteFilter extends RowPredicate {
     private transient int cursor;  // deleted positions of the current file below the last position asked
 
     private PositionDeleteFilter(DeleteLoader deletes) {
+        super("live_rows", "live_rows(file key, row position): false for a row a position delete or deletion vector "
+              + "removes", DataTypes.LongType, DataTypes.LongType);
         this.deletes = deletes;
     }
 
@@ -88,21 +88,6 @@ public final class PositionDeleteFilter extends RowPredicate {
             out.append(out.length() == 0 ? "" : ",").append(key);
         }
         return out.toString();
-    }
-
-    @Override
-    public DataType[] inputTypes() {
-        return INPUT_TYPES;
-    }
-
-    @Override
-    public String name() {
-        return "live_rows";
-    }
-
-    @Override
-    public String description() {
-        return "live_rows(file key, row position): false for a row a position delete or deletion vector removes";
     }
 
     /** The row's liveness, called by Spark's generated code with primitive arguments. */

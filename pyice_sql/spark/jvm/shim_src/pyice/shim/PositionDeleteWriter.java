@@ -35,7 +35,6 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF4;
 import org.apache.spark.sql.functions;
-import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.util.CollectionAccumulator;
 import org.apache.spark.util.TaskCompletionListener;
@@ -256,6 +255,9 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         private transient Set<Long> keysWritten;
 
         AlongDeletes(CollectionAccumulator<String> written) {
+            super("along_deletes", "along_deletes(file key, row position, deletes, emits): writes the task's delete "
+                  + "files, keeps the rows that go on", DataTypes.LongType, DataTypes.LongType, DataTypes.BooleanType,
+                  DataTypes.BooleanType);
             this.written = written;
         }
 
@@ -319,25 +321,8 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         }
 
         @Override
-        public DataType[] inputTypes() {
-            return new DataType[] {DataTypes.LongType, DataTypes.LongType, DataTypes.BooleanType,
-                                   DataTypes.BooleanType};
-        }
-
-        @Override
         public boolean isDeterministic() {
             return false;
-        }
-
-        @Override
-        public String name() {
-            return "along_deletes";
-        }
-
-        @Override
-        public String description() {
-            return "along_deletes(file key, row position, deletes, emits): writes the task's delete files, keeps the "
-                + "rows that go on";
         }
 
         /** The filter as a UDF, where {@link ShimFunctions} cannot be loaded by Spark. */
