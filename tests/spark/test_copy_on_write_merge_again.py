@@ -2,11 +2,12 @@
 matched side first, uncached, for the files to rewrite, the counts and the cardinality check; then
 the files with a matched row joined with the source once more, target rows kept. A file whose
 matched rows no clause changes is read (a source row matching it is not NOT MATCHED) but not
-rewritten. Three shapes of the second pass: a small source broadcast (as over a large target
+rewritten. Four shapes of the second pass: a small source broadcast (as over a large target
 scan: its unmatched rows by an anti-join of ids), a small source over a small target scan (with
-a NOT MATCHED clause: both sides shuffled by key, Java's shape), and a source Spark will not
-broadcast. Truth: hand-computed rows and counts, and the table's data file list before and
-after."""
+a NOT MATCHED clause: both sides shuffled by key and sorted, Java's shape), the same with the
+source's rows hashed in each task (as over a large read: `join_type.hash_join_source`), and a
+source Spark will not broadcast. Truth: hand-computed rows and counts, and the table's data file
+list before and after."""
 from __future__ import annotations
 
 import pytest
@@ -21,11 +22,13 @@ COW = ("'format-version' = '2', 'write.update.mode' = 'copy-on-write', "
        "'write.merge.mode' = 'copy-on-write', 'write.delete.mode' = 'copy-on-write'")
 
 
-@pytest.fixture(params=["broadcast", "small", "large"])
+@pytest.fixture(params=["broadcast", "small", "hashed", "large"])
 def table(ice, request, monkeypatch):
     """Three data files (ids 0-99, 100-199, 200-299); a source Spark broadcasts, or not."""
     if request.param == "broadcast":  # the shape kept over a large target scan
         monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
+    if request.param == "hashed":  # the shape over a large read
+        monkeypatch.setattr(join_type, "HASH_JOIN_MIN_TARGET_BYTES", 0)
     if request.param == "large":
         before = ice.spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
         ice.spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
@@ -173,3 +176,28 @@ def test_a_broadcast_merge_writes_the_rows_in_the_tasks_that_read_them(ice, monk
         assert len(holding) == 1, f"the rows of ids {r.start}-{r.stop - 1} were split over {len(holding)} files"
         assert [i for i in holding[0] if i in r] == list(r)  # together and in their order
     assert _rows(ice) == {(i, "new" if i % 10 == 0 else "old") for i in range(4000)} | {(5000, "ins")}
+
+
+@pytest.mark.parametrize("hashed", [False, True])
+def test_a_small_source_over_a_large_read_is_hashed_not_sorted(ice, monkeypatch, hashed):
+    """The second pass's shuffled join sorts both sides (a sort-merge join) unless the read reaches
+    `HASH_JOIN_MIN_TARGET_BYTES`: then the source's rows are hashed in each task (a shuffled hash
+    join) and the target's are not sorted. Same rows and counts either way. Truth: Spark's plans
+    of the statement's queries, and hand-computed rows."""
+    if hashed:
+        monkeypatch.setattr(join_type, "HASH_JOIN_MIN_TARGET_BYTES", 0)
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
+    ice.sql("INSERT INTO local.db.t SELECT id, concat('r', id) FROM range(0, 300)")
+    src = _src(ice, [(5, "m5"), (150, "m150"), (400, "n400")])
+    store = ice.spark._jsparkSession.sharedState().statusStore()
+    first = store.executionsList().size()
+    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+                  "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    executions = store.executionsList()
+    plans = "\n".join(executions.apply(i).physicalPlanDescription() for i in range(first, executions.size()))
+    assert ("ShuffledHashJoin" in plans) == hashed
+    assert ("SortMergeJoin" in plans) != hashed
+    assert (out.num_updated_rows, out.num_inserted_rows) == (2, 1)
+    changed = {5: "m5", 150: "m150"}
+    assert _rows(ice) == {(i, changed.get(i, f"r{i}")) for i in range(300)} | {(400, "n400")}

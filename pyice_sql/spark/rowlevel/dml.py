@@ -48,7 +48,7 @@ from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.core.plan import builder
 from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
-from pyice_sql.core.plan.rules.join_type import keep_broadcast_for_target
+from pyice_sql.core.plan.rules.join_type import hash_join_source, keep_broadcast_for_target
 from pyice_sql.spark.connect_backend import (
     analyzed_deterministic, fill_cache, is_local_data, reads_cached_data, row_count_estimate, size_at_most,
     size_unknown, within_broadcast_threshold,
@@ -419,14 +419,20 @@ class RowLevelExecutor:
         the source so that their target rows are kept. With `broadcast` (the plan's broadcast
         source, kept over a large target scan) the source is broadcast (see `_merge_rows`), the
         matched side computed twice, not cached: the source is cached or local, so its row ids are
-        the same on each read."""
+        the same on each read. Otherwise the join shuffles both sides, and a small source's rows
+        are hashed over a large read rather than both sides sorted (`hash_join_source`)."""
         keeping = plan.with_(join_type=TARGET_KEEPING_JOIN.get(plan.join_type, plan.join_type))
-        sources = None
         if broadcast:
             keeping = keeping.with_(broadcast_source=True)
             with_ids = source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
             sources = (with_ids, self._view(F.broadcast(with_ids)))
-        return lambda read: tag(keeping, *target_rows(read), copies=True, sources=sources)
+            return lambda read: tag(keeping, *target_rows(read), copies=True, sources=sources)
+
+        def merged(read: list[FileScanTask]) -> DataFrame:
+            hashed = hash_join_source(keeping, sum(t.file.file_size_in_bytes for t in read))
+            return tag(keeping, *target_rows(read), copies=True,
+                       sources=(source, self._view(source.hint("shuffle_hash"))) if hashed else None)
+        return merged
 
     def _merge_rows(self, plan: RowLevelPlan, target: DataFrame, target_view: str, source: DataFrame | None,
                     source_view: str | None, select: Callable[..., str], cache_matched: bool = True) -> DataFrame:

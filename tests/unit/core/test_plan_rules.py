@@ -10,7 +10,8 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.builder import build_delete, build_merge, build_update
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.core.plan.rules.join_type import (
-    BROADCAST_MIN_TARGET_BYTES, SEMI_JOIN_MIN_TARGET_BYTES, choose_join, keep_broadcast_for_target,
+    BROADCAST_MIN_TARGET_BYTES, HASH_JOIN_MIN_TARGET_BYTES, SEMI_JOIN_MIN_TARGET_BYTES, choose_join,
+    hash_join_source, keep_broadcast_for_target,
 )
 from pyice_sql.core.plan.rules.prune_target import prune_target
 from pyice_sql.core.plan.rules.write_mode import choose_write_mode
@@ -105,6 +106,19 @@ def test_a_broadcast_dropped_over_a_mid_size_target_narrows_merge_on_read_by_the
     assert not small.broadcast_source and not small.semi_join_source_keys
     large = keep_broadcast_for_target(plan, BROADCAST_MIN_TARGET_BYTES)
     assert large.broadcast_source and not large.semi_join_source_keys
+
+
+def test_a_small_source_is_hashed_over_a_large_shuffled_read():
+    """A shuffled join hashes the source's rows instead of sorting both sides only for a source
+    within the broadcast threshold, not broadcast, over a read of at least the threshold's bytes."""
+    clauses = "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    shuffled = keep_broadcast_for_target(plan_of(MERGE + clauses, broadcastable=True), 0)
+    assert shuffled.small_source and not shuffled.broadcast_source
+    assert hash_join_source(shuffled, HASH_JOIN_MIN_TARGET_BYTES)
+    assert not hash_join_source(shuffled, HASH_JOIN_MIN_TARGET_BYTES - 1)
+    assert not hash_join_source(plan_of(MERGE + clauses, broadcastable=False), HASH_JOIN_MIN_TARGET_BYTES)
+    broadcast = plan_of(MERGE + clauses, broadcastable=True)
+    assert broadcast.broadcast_source and not hash_join_source(broadcast, HASH_JOIN_MIN_TARGET_BYTES)
 
 
 def test_on_target_conjuncts_prune_and_source_keys_are_found():
