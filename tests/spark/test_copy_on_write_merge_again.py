@@ -191,11 +191,16 @@ def test_a_small_source_over_a_large_read_is_hashed_not_sorted(ice, monkeypatch,
     ice.sql("INSERT INTO local.db.t SELECT id, concat('r', id) FROM range(0, 300)")
     src = _src(ice, [(5, "m5"), (150, "m150"), (400, "n400")])
     store = ice.spark._jsparkSession.sharedState().statusStore()
-    first = store.executionsList().size()
+
+    def executions() -> list:  # the store keeps the newest (1,000 by default): count by id, not place
+        found = store.executionsList()
+        return [found.apply(i) for i in range(found.size())]
+    before = max((e.executionId() for e in executions()), default=-1)
     out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
                   "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
-    executions = store.executionsList()
-    plans = "\n".join(executions.apply(i).physicalPlanDescription() for i in range(first, executions.size()))
+    ice.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()  # the store hears of them from it
+    plans = "\n".join(e.physicalPlanDescription() for e in executions() if e.executionId() > before)
+    assert "Join" in plans, "the statement's queries were not found in the SQL status store"
     assert ("ShuffledHashJoin" in plans) == hashed
     assert ("SortMergeJoin" in plans) != hashed
     assert (out.num_updated_rows, out.num_inserted_rows) == (2, 1)
