@@ -10,11 +10,14 @@ source Spark will not broadcast. Truth: hand-computed rows and counts, and the t
 list before and after."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import pyice_sql.spark.rowlevel.copy_on_write as cow
 from pyice_sql.core.plan.rules import join_type
 from pyice_sql.core.errors import CardinalityError
+from pyice_sql.spark.read.file_keys import ordinal_filter_prunes_files
 
 pytestmark = pytest.mark.spark
 
@@ -190,19 +193,77 @@ def test_a_small_source_over_a_large_read_is_hashed_not_sorted(ice, monkeypatch,
     ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
     ice.sql("INSERT INTO local.db.t SELECT id, concat('r', id) FROM range(0, 300)")
     src = _src(ice, [(5, "m5"), (150, "m150"), (400, "n400")])
-    store = ice.spark._jsparkSession.sharedState().statusStore()
-
-    def executions() -> list:  # the store keeps the newest (1,000 by default): count by id, not place
-        found = store.executionsList()
-        return [found.apply(i) for i in range(found.size())]
-    before = max((e.executionId() for e in executions()), default=-1)
-    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
-                  "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
-    ice.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()  # the store hears of them from it
-    plans = "\n".join(e.physicalPlanDescription() for e in executions() if e.executionId() > before)
+    out, executions = _recorded(ice, _UPSERT, src)
+    plans = "\n".join(e.physicalPlanDescription() for e in executions)
     assert "Join" in plans, "the statement's queries were not found in the SQL status store"
     assert ("ShuffledHashJoin" in plans) == hashed
     assert ("SortMergeJoin" in plans) != hashed
     assert (out.num_updated_rows, out.num_inserted_rows) == (2, 1)
     changed = {5: "m5", 150: "m150"}
     assert _rows(ice) == {(i, changed.get(i, f"r{i}")) for i in range(300)} | {(400, "n400")}
+
+
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_the_second_pass_reads_only_the_files_with_a_matched_row(ice, monkeypatch, broadcast):
+    """The second pass reuses the first pass's scan (no second file index to build), filtered to
+    the files with a matched row by their ordinal, a filter of file metadata only: Spark applies
+    it to the file listing, so the other planned files are not opened again. Truth: the scans in
+    Spark's SQL status store (their file index and files read), and hand-computed rows."""
+    if broadcast:
+        monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
+    for lo in (0, 200):  # even ids: an odd key inside a file's range is planned but matches nothing
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, concat('r', id) "
+                f"FROM range({lo}, {lo + 200}, 2)")
+    src = _src(ice, [(5, "odd"), (250, "m250"), (401, "n401")])
+    out, executions = _recorded(ice, _UPSERT, src)
+    assert ice.last_plan.metrics.data_files_total == 2 and len(ice.last_plan.tasks) == 2
+    store = ice.spark._jsparkSession.sharedState().statusStore()
+    scans = [scan for e in executions for scan in _scans(store, e.executionId())]
+    # (paths in the scan's file index, files it read): the first pass reads both planned files; the
+    # second pass scans the same index (or, where Spark would not prune it so, its own) and reads
+    # one (broadcast: its matched side twice, once for the union and once for the unmatched source
+    # rows' anti-join)
+    again = (2 if ordinal_filter_prunes_files(ice.spark) else 1, 1)
+    assert scans == ([(2, 2), again, again] if broadcast else [(2, 2), again])
+    assert (out.num_updated_rows, out.num_inserted_rows, out.num_removed_data_files) == (1, 2, 1)
+    assert _rows(ice) == ({(i, "m250" if i == 250 else f"r{i}") for i in range(0, 400, 2)}
+                          | {(5, "odd"), (401, "n401")})
+
+
+_UPSERT = ("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+           "WHEN NOT MATCHED THEN INSERT *")
+
+
+def _recorded(ice, sql: str, src) -> tuple:
+    """Run `sql` over `src`: its result row, and the SQL executions it ran from Spark's SQL status
+    store, once the listener bus has told the store of them. The store keeps only the newest
+    executions (1,000 by default), so they are found by id, not by place."""
+    store = ice.spark._jsparkSession.sharedState().statusStore()
+
+    def executions() -> list:
+        found = store.executionsList()
+        return [found.apply(i) for i in range(found.size())]
+    before = max((e.executionId() for e in executions()), default=-1)
+    out = ice.sql(sql, src=src).collect()[0]
+    ice.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    return out, [e for e in executions() if e.executionId() > before]
+
+
+def _scans(store, execution_id: int) -> list[tuple[int, int]]:
+    """Each Parquet scan of one SQL execution, in plan order: the paths its file index holds (from
+    the node's description, `InMemoryFileIndex(N paths)`), and its "number of files read"."""
+    values = store.executionMetrics(execution_id)
+    nodes = store.planGraph(execution_id).allNodes()
+    found = []
+    for node in (nodes.apply(i) for i in range(nodes.size())):
+        if not node.name().startswith("Scan parquet"):
+            continue
+        paths = re.search(r"InMemoryFileIndex\((\d+) paths?\)", node.desc())
+        metrics = node.metrics()
+        for m in (metrics.apply(i) for i in range(metrics.size())):
+            value = values.get(m.accumulatorId())
+            if m.name() == "number of files read" and value.isDefined():
+                found.append((int(paths.group(1)) if paths else None, int(value.get().replace(",", ""))))
+    return found

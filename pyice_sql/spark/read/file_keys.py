@@ -29,7 +29,10 @@ The uses:
   UPDATE or DELETE looks up those of its matching rows only.
 - `paths_by_ordinal`: the same lookup by a file's index in the scan, which a row-level
   statement's rows carry through its join in place of the path (8 bytes, not ~100, per shuffled
-  row), turned back into the path after the join.
+  row), turned back into the path after the join. A filter on the ordinal reads only the row's
+  `_metadata`, so Spark can test it against each file as it lists them: a copy-on-write MERGE's
+  second pass narrows its first pass's scan to the files to rewrite that way, never opening the
+  others (`ordinal_filter_prunes_files` says where Spark does).
 - `deleted_positions` (and `deletes_spec`, which the v2 delete writer hands to the shim): the
   same per-file loading for the merge-on-read writers, which fold a changed data file's previous
   deletes into its new DV or delete file: asked once per changed file in the write tasks, so the
@@ -134,6 +137,25 @@ def paths_by_ordinal(spark: SparkSession, paths: list[str], ordinal: Column) -> 
         return None
     looked_up = lookup_facts(spark, {i: (p,) for i, p in enumerate(paths)}, ["string"], ordinal)
     return None if looked_up is None else looked_up[0]
+
+
+def ordinal_filter_prunes_files(spark: SparkSession) -> bool:
+    """Whether Spark tests a filter over a scan's rows' file ordinal (a lookup of their
+    `_metadata`) against each file as it lists them, so that the other files are never opened: it
+    pushes the filter below the projection that looks the ordinal up, down to the scan, unless
+    `spark.sql.optimizer.avoidDoubleFilterEval` is on (Spark 4.2 on, SPARK-47672: a filter over a
+    UDF's result stays above the projection there, so as not to run the UDF twice). Never on Spark
+    Connect, whose ordinals come from a join."""
+    if is_connect(spark):
+        return False
+    try:
+        kept_above = spark.conf.get(_AVOID_DOUBLE_FILTER_EVAL)  # its default, where Spark has the setting
+    except Exception:  # noqa: BLE001 - a Spark without the setting pushes such filters down
+        return True
+    return str(kept_above).strip().lower() != "true"
+
+
+_AVOID_DOUBLE_FILTER_EVAL = "spark.sql.optimizer.avoidDoubleFilterEval"
 
 
 def deleted_positions(spark: SparkSession, deletes: dict[str, list[ManifestEntry]]) -> Callable[[Column], Column] | None:
