@@ -205,9 +205,10 @@ def test_a_small_source_over_a_large_read_is_hashed_not_sorted(ice, monkeypatch,
 
 @pytest.mark.parametrize("broadcast", [False, True])
 def test_the_second_pass_reads_only_the_files_with_a_matched_row(ice, monkeypatch, broadcast):
-    """The second pass reuses the first pass's scan (no second file index to build), filtered to
+    """The second pass reuses the first pass's scan (no second listing of the files), filtered to
     the files with a matched row by their ordinal, a filter of file metadata only: Spark applies
-    it to the file listing, so the other planned files are not opened again. Truth: the scans in
+    it to the file listing, so the other planned files are not opened again (Spark 4.2+ keeps that
+    filter above the scan: there the second pass scans its files on its own). Truth: the scans in
     Spark's SQL status store (their file index and files read), and hand-computed rows."""
     if broadcast:
         monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
@@ -251,7 +252,7 @@ def _recorded(ice, sql: str, src) -> tuple:
     return out, [e for e in executions() if e.executionId() > before]
 
 
-def _scans(store, execution_id: int) -> list[tuple[int, int]]:
+def _scans(store, execution_id: int) -> list[tuple[int | None, int]]:
     """Each Parquet scan of one SQL execution, in plan order: the paths its file index holds (from
     the node's description, `InMemoryFileIndex(N paths)`), and its "number of files read"."""
     values = store.executionMetrics(execution_id)
