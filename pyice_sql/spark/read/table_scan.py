@@ -14,7 +14,9 @@ from pyice_sql.core.expr.predicates import Expression
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.snapshots import MAIN_BRANCH, Snapshot
 from pyice_sql.core.scan.planner import ScanPlan, plan_files
+from pyice_sql.spark.connect_backend import is_connect
 from pyice_sql.spark.read.reader import read_tasks
+from pyice_sql.spark.read.splits import read_parallelism, scan_split_size
 
 
 @dataclass(frozen=True)
@@ -92,14 +94,16 @@ def select_snapshot(table: Table, travel: TimeTravel | None) -> tuple[Snapshot |
 def scan(spark: SparkSession, table: Table, row_filter: Expression | None = None,
          travel: TimeTravel | None = None, with_metadata: bool = False,
          lineage: bool = False) -> tuple[DataFrame, ScanPlan]:
-    """`lineage` adds `_row_id` and `_last_updated_sequence_number` (format v3 tables only)."""
+    """`lineage` adds `_row_id` and `_last_updated_sequence_number` (format v3 tables only). The
+    scan's splits are sized as Iceberg Java sizes them (read/splits.py)."""
     snapshot, schema = select_snapshot(table, travel)
     plan = plan_files(table.metadata, table.io, snapshot, row_filter)
     check_files_exist(table, plan)
+    split = None if is_connect(spark) else scan_split_size(plan.tasks, table.metadata.properties, read_parallelism(spark))
     if lineage and table.metadata.format_version >= 3:
         from pyice_sql.spark.read.row_lineage import read_with_lineage
-        return read_with_lineage(spark, schema, plan.tasks, with_metadata), plan
-    return read_tasks(spark, schema, plan.tasks, with_metadata), plan
+        return read_with_lineage(spark, schema, plan.tasks, with_metadata, split=split), plan
+    return read_tasks(spark, schema, plan.tasks, with_metadata, split=split), plan
 
 
 def check_files_exist(table: Table, plan: ScanPlan) -> None:
