@@ -2,8 +2,9 @@
 
 Spark would split it by the session's `spark.sql.files.*` settings when the user's query runs; the
 scan is read in a companion session holding the split sizes the table's read properties and
-Iceberg's adaptive split size give (for a table that sets a split property, or a scan of 16 MB
-a slot or more: the unit tests in tests/unit/test_scan_split_size.py work those sizes out). The expected task counts are worked out by hand from the
+Iceberg's adaptive split size give (for a table that sets a split property, or a scan whose
+session splits stop at `spark.sql.files.maxPartitionBytes`: the unit tests in
+tests/unit/test_scan_split_size.py work those sizes out). The expected task counts are worked out by hand from the
 files' sizes and Spark's packing (files largest first, a split closed when the next file would
 take it over the size, each file weighing its length and the open cost). The rows must be the
 same as a plain read's, and the user's other settings must still reach the scan.
@@ -83,6 +84,18 @@ def test_the_users_settings_reach_the_scan(six_files, spark):
     finally:
         spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
     assert columnar()
+
+
+def test_a_scan_the_sessions_splits_cap_is_split_as_iceberg_splits_it(six_files, spark):
+    # with the session's maxPartitionBytes at one file's size (and its 4 MB open cost), Spark caps its
+    # splits there (one file each: 6 tasks); Iceberg's adaptive size over 8 slots is its 16 MB floor,
+    # which four ~2 KB files and their 4 MB open cost each fill: 2 tasks
+    ice = six_files
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(_sizes(ice)) + (4 << 20)))
+    try:
+        assert _scan_tasks(ice) == 2
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
 
 
 def test_a_bad_split_property_names_it(six_files):

@@ -97,12 +97,14 @@ def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str], s
     if split is not None and not is_connect(spark):
         from pyice_sql.spark.jvm.bridge import load_shim
 
-        try:  # Spark 4 moved the py4j-backed DataFrame class
-            from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
-        except ImportError:
-            ClassicDataFrame = DataFrame
-        return ClassicDataFrame(load_shim(spark).scan_parquet(
-            split.split_bytes, split.open_file_cost, on_driver, schema.json(), _READ_OPTIONS, paths), spark)
+        jdf = load_shim(spark).scan_parquet(split.split_bytes, split.open_file_cost, on_driver, schema.json(),
+                                            _READ_OPTIONS, paths)
+        if jdf is not None:  # (None: this Spark cannot hand the read back to the session)
+            try:  # Spark 4 moved the py4j-backed DataFrame class
+                from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+            except ImportError:
+                ClassicDataFrame = DataFrame
+            return ClassicDataFrame(jdf, spark)
     reader = spark.read.schema(schema).options(**_READ_OPTIONS)
     if not on_driver:
         return _load(spark, reader, paths)

@@ -14,9 +14,8 @@ from pyice_sql.core.expr.predicates import Expression
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.snapshots import MAIN_BRANCH, Snapshot
 from pyice_sql.core.scan.planner import ScanPlan, plan_files
-from pyice_sql.spark.connect_backend import is_connect
 from pyice_sql.spark.read.reader import read_tasks
-from pyice_sql.spark.read.splits import read_parallelism, scan_split_size
+from pyice_sql.spark.read.splits import table_scan_split
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,7 @@ def scan(spark: SparkSession, table: Table, row_filter: Expression | None = None
     snapshot, schema = select_snapshot(table, travel)
     plan = plan_files(table.metadata, table.io, snapshot, row_filter)
     check_files_exist(table, plan)
-    split = None if is_connect(spark) else scan_split_size(plan.tasks, table.metadata.properties, read_parallelism(spark))
+    split = table_scan_split(spark, plan.tasks, table.metadata.properties)
     if lineage and table.metadata.format_version >= 3:
         from pyice_sql.spark.read.row_lineage import read_with_lineage
         return read_with_lineage(spark, schema, plan.tasks, with_metadata, split=split), plan

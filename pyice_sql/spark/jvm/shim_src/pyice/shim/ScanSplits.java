@@ -34,6 +34,10 @@ import scala.collection.Iterator;
  * plus the split sizes; and the read is handed back as a Dataset of the user's session, which analyses, optimizes
  * and runs it. Only the scan node keeps the companion, for its splits and its Parquet settings (the user's).
  * One companion per user session and split sizes, the last few kept.
+ *
+ * <p>Handing a plan to a session is {@code Dataset.ofRows}, which Spark keeps internal ({@code private[sql]}) but
+ * has had since 2.0; it is looked up by reflection, and where it is missing the read answers null and the caller
+ * reads with the session's splits.
  */
 public final class ScanSplits {
     private static final String MAX_PARTITION_BYTES = "spark.sql.files.maxPartitionBytes";
@@ -50,7 +54,7 @@ public final class ScanSplits {
      * {@code spark.read.schema(schema).options(options).parquet(paths)} ({@code options}: keys and values in
      * turn), scanned in splits of up to {@code splitBytes}, a file weighing its length and {@code openCostBytes};
      * {@code listOnDriver} lists the paths on the driver however many they are (Spark lists more than its
-     * threshold in a Spark job).
+     * threshold in a Spark job). Null where this Spark cannot hand a plan to a session.
      */
     public static Dataset<Row> parquet(SparkSession spark, long splitBytes, long openCostBytes, boolean listOnDriver,
                                        String schemaJson, List<String> options, List<String> paths) {
@@ -88,7 +92,7 @@ public final class ScanSplits {
                 }
             }
         }
-        return inSession(spark, read);
+        return inSession(spark, read);  // null: see the class comment
     }
 
     /** The companion's settings made the user's, but for {@code splits}. Those the user's session holds but
@@ -129,33 +133,37 @@ public final class ScanSplits {
     }
 
     /** {@code read}, a Dataset of another session, as a Dataset of {@code spark}: its analyzed plan in
-     * {@code Dataset.ofRows} (the classic Dataset's since Spark 4.0, whose API Dataset has no query execution). */
+     * {@code Dataset.ofRows} (the classic Dataset's since Spark 4.0, whose API Dataset has no query execution);
+     * null where this Spark has no such method. */
     @SuppressWarnings("unchecked")
     private static Dataset<Row> inSession(SparkSession spark, Dataset<Row> read) {
+        Method method = ofRows();
+        if (method == null) {
+            return null;
+        }
         try {
-            Method method = ofRows;
-            if (method == null) {
-                Class<?> dataset;
-                try {
-                    dataset = Class.forName("org.apache.spark.sql.classic.Dataset");
-                } catch (ClassNotFoundException e) {
-                    dataset = Dataset.class;
-                }
-                for (Method m : dataset.getMethods()) {
-                    if (m.getName().equals("ofRows") && m.getParameterCount() == 2
-                            && m.getParameterTypes()[1] == LogicalPlan.class) {
-                        method = m;
-                    }
-                }
-                if (method == null) {
-                    throw new IllegalStateException("this Spark has no Dataset.ofRows(session, plan)");
-                }
-                ofRows = method;
-            }
             QueryExecution execution = (QueryExecution) read.getClass().getMethod("queryExecution").invoke(read);
             return (Dataset<Row>) method.invoke(null, spark, execution.analyzed());
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("could not hand a scan to the session", e);
+            return null;
         }
+    }
+
+    private static Method ofRows() {
+        if (ofRows == null) {
+            Class<?> dataset;
+            try {
+                dataset = Class.forName("org.apache.spark.sql.classic.Dataset");
+            } catch (ClassNotFoundException e) {
+                dataset = Dataset.class;
+            }
+            for (Method m : dataset.getMethods()) {
+                if (m.getName().equals("ofRows") && m.getParameterCount() == 2
+                        && m.getParameterTypes()[1] == LogicalPlan.class) {
+                    ofRows = m;
+                }
+            }
+        }
+        return ofRows;
     }
 }
