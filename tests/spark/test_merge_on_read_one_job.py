@@ -360,7 +360,7 @@ def test_a_data_file_whose_deletes_two_tasks_wrote_fails_the_statement(ice, smal
 
     import pyice_sql.spark.rowlevel.merge_on_read as merge_on_read
 
-    monkeypatch.setattr(merge_on_read, "session_split_size", lambda spark, read: 1 << 40)
+    monkeypatch.setattr(merge_on_read, "split_size", lambda spark, read: 1 << 40)
     monkeypatch.setattr(merge_on_read, "files_read_whole", lambda spark, read: contextlib.nullcontext())
     files, rows = files_under(small_splits), ice.sql("SELECT count(*) FROM local.db.t").collect()[0][0]
     with pytest.raises(Exception, match="written by two tasks"):

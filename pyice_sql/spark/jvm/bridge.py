@@ -403,15 +403,6 @@ class ShimHandle:
         of the JVM columns `extra`, in one analysis (Frames.java)."""
         return self._call("Frames", "selectWith", frame, exprs, extra)
 
-    def scan_parquet(self, split_bytes: int, open_cost: int, list_on_driver: bool, schema_json: str,
-                     options: dict[str, str], paths: list[str]) -> Any:
-        """ScanSplits.parquet: a JVM Dataset of this session reading the Parquet `paths` with the Spark
-        schema `schema_json` and reader `options`, in splits of up to `split_bytes` (see read/splits.py)."""
-        jvm = self._core.sc._jvm
-        flat = java_string_list(jvm, [x for kv in options.items() for x in kv])
-        return self._call("ScanSplits", "parquet", self._spark._jsparkSession, split_bytes, open_cost, list_on_driver,
-                          schema_json, flat, java_string_list(jvm, paths))
-
     def joined(self, items: Any, separator: str) -> str:
         """The JVM String[] `items` joined by `separator`, fetched without py4j's wait on long answers."""
         return _read_pieces(self._call("Text", "joined", items, separator))

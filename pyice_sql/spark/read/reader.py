@@ -35,7 +35,6 @@ from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.file_keys import live_rows, lookup_facts, scan_keys
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
-from pyice_sql.spark.read.splits import SplitSize
 from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
 
 FILE_COL, POS_COL, SPEC_COL, PARTITION_COL, SEQ_COL = "_file", "_pos", "_spec_id", "_partition", "_seq"
@@ -81,33 +80,16 @@ def partition_key(f: DataFile) -> str:
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
-_READ_OPTIONS = {"recursiveFileLookup": "true",
-                 # Iceberg stores proleptic Gregorian dates and timestamps: files written by Java (which
-                 # carry no Spark calendar marker) are read as they are, whatever the session's rebase setting
-                 "datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
-
-
-def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str], split: SplitSize | None = None) -> DataFrame:
-    """The Parquet files `paths` read with `schema`; with `split`, scanned in splits of that size
-    (read/splits.py) where the shim loads, else of the session's."""
+def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -> DataFrame:
+    # Iceberg stores proleptic Gregorian dates and timestamps: files written by Java (which carry
+    # no Spark calendar marker) are read as they are, whatever the session's rebase setting.
+    reader = (spark.read.schema(schema).option("recursiveFileLookup", "true")
+              .option("datetimeRebaseMode", "CORRECTED").option("int96RebaseMode", "CORRECTED"))
+    if len(paths) <= 32 or not all(is_local(p) for p in paths):
+        return _load(spark, reader, paths)
     # Spark stats every path while building the DataFrame, in a Spark job of one task per path once
     # there are more than `threshold` (32) of them: ~10 s for 1,700 local files, where the driver
     # takes < 1 s. So local files are listed on the driver (remote stores keep the parallel job).
-    on_driver = len(paths) > 32 and all(is_local(p) for p in paths)
-    if split is not None and not is_connect(spark):
-        from pyice_sql.spark.jvm.bridge import load_shim
-
-        jdf = load_shim(spark).scan_parquet(split.split_bytes, split.open_file_cost, on_driver, schema.json(),
-                                            _READ_OPTIONS, paths)
-        if jdf is not None:  # (None: this Spark cannot hand the read back to the session)
-            try:  # Spark 4 moved the py4j-backed DataFrame class
-                from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
-            except ImportError:
-                ClassicDataFrame = DataFrame
-            return ClassicDataFrame(jdf, spark)
-    reader = spark.read.schema(schema).options(**_READ_OPTIONS)
-    if not on_driver:
-        return _load(spark, reader, paths)
     previous = spark.conf.get(_LISTING_THRESHOLD, None)
     spark.conf.set(_LISTING_THRESHOLD, str(len(paths) + 1))
     try:
@@ -145,7 +127,7 @@ def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_f
 
 def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
                with_metadata: bool = False, file_facts: bool = False, live_flag: str | None = None,
-               file_ordinal: bool = False, row_filter: str | None = None, split: SplitSize | None = None) -> DataFrame:
+               file_ordinal: bool = False, row_filter: str | None = None) -> DataFrame:
     """The live rows of `tasks`' data files as a DataFrame of the table's columns.
 
     With `with_metadata`, adds `_file` (the manifest's path string), `_pos` (row position),
@@ -159,8 +141,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     predicate first, so the in-task filter loads the deletes of the files with a matching row only
     (Spark evaluates `a AND b` in order, and would put the filter of a scan below it first).
     With `row_filter` (Spark SQL over the table's columns), only the rows meeting it, tested before
-    the position-delete filter for the same reason. With `split`, the data files are scanned in
-    splits of that size (read/splits.py), else of the session's settings.
+    the position-delete filter for the same reason.
     """
     with_metadata = with_metadata or file_facts or file_ordinal
     if not tasks:
@@ -188,7 +169,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     parts: list[tuple[DataFrame, list[str]]] = []
     frames = []
     for (read_schema, defaulted), paths in groups.items():
-        part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths, split)
+        part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
         if (read_schema is None and not defaulted and not (row_identity or live_flag or row_filter)
                 and len(groups) == 1):
             return part

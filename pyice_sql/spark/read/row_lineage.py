@@ -14,13 +14,12 @@ from pyspark.sql import DataFrame, SparkSession, functions as F
 from pyice_sql.core.model.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.scan.planner import FileScanTask
-from pyice_sql.spark.read.splits import SplitSize
 
 
 def read_with_lineage(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
                       with_metadata: bool = False, live_flag: str | None = None, file_ordinal: bool = False,
-                      row_filter: str | None = None, split: SplitSize | None = None) -> DataFrame:
-    """`read_tasks` (same columns, deletes, `live_flag`, `file_ordinal`, `row_filter` and `split`) plus
+                      row_filter: str | None = None) -> DataFrame:
+    """`read_tasks` (same columns, deletes, `live_flag`, `file_ordinal` and `row_filter`) plus
     `_row_id` and `_last_updated_sequence_number`."""
     from pyice_sql.spark.read.reader import (
         FILE_ORDINAL_COL, FIRST_ROW_ID_COL, METADATA_COLUMNS, POS_COL, SEQ_COL, read_tasks,
@@ -28,7 +27,7 @@ def read_with_lineage(spark: SparkSession, schema: Schema, tasks: list[FileScanT
 
     lineage_schema = Schema(schema.fields + LINEAGE_FIELDS, schema.schema_id, schema.identifier_field_ids)
     rows = read_tasks(spark, lineage_schema, tasks, file_facts=True, live_flag=live_flag, file_ordinal=file_ordinal,
-                      row_filter=row_filter, split=split)
+                      row_filter=row_filter)
     row_id = F.coalesce(F.col(ROW_ID.name), F.col(FIRST_ROW_ID_COL) + F.col(POS_COL)).alias(ROW_ID.name)
     # Iceberg Java leaves both null for a file without a first_row_id (added before the v3 upgrade)
     inherited_seq = F.when(F.col(FIRST_ROW_ID_COL).isNotNull(), F.col(SEQ_COL))

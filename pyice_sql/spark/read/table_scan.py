@@ -15,7 +15,6 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.snapshots import MAIN_BRANCH, Snapshot
 from pyice_sql.core.scan.planner import ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_tasks
-from pyice_sql.spark.read.splits import table_scan_split
 
 
 @dataclass(frozen=True)
@@ -93,16 +92,14 @@ def select_snapshot(table: Table, travel: TimeTravel | None) -> tuple[Snapshot |
 def scan(spark: SparkSession, table: Table, row_filter: Expression | None = None,
          travel: TimeTravel | None = None, with_metadata: bool = False,
          lineage: bool = False) -> tuple[DataFrame, ScanPlan]:
-    """`lineage` adds `_row_id` and `_last_updated_sequence_number` (format v3 tables only). The
-    scan's splits are sized as Iceberg Java sizes them (read/splits.py)."""
+    """`lineage` adds `_row_id` and `_last_updated_sequence_number` (format v3 tables only)."""
     snapshot, schema = select_snapshot(table, travel)
     plan = plan_files(table.metadata, table.io, snapshot, row_filter)
     check_files_exist(table, plan)
-    split = table_scan_split(spark, plan.tasks, table.metadata.properties)
     if lineage and table.metadata.format_version >= 3:
         from pyice_sql.spark.read.row_lineage import read_with_lineage
-        return read_with_lineage(spark, schema, plan.tasks, with_metadata, split=split), plan
-    return read_tasks(spark, schema, plan.tasks, with_metadata, split=split), plan
+        return read_with_lineage(spark, schema, plan.tasks, with_metadata), plan
+    return read_tasks(spark, schema, plan.tasks, with_metadata), plan
 
 
 def check_files_exist(table: Table, plan: ScanPlan) -> None:

@@ -42,8 +42,7 @@ from pyice_sql.spark.rowlevel.context import (
     ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, counting_new_rows, deleted_count,
     file_scoped_deletes, matched, new_row, new_row_counts, observed, op_count, write_new_rows,
 )
-from pyice_sql.spark.read.splits import session_split_size
-from pyice_sql.spark.write.data_writer import files_read_whole, quote, write_data_files
+from pyice_sql.spark.write.data_writer import files_read_whole, quote, split_size, write_data_files
 from pyice_sql.spark.write.delete_writer import (
     InTaskTargets, PerFile, in_task_targets, write_position_deletes, write_position_deletes_along,
 )
@@ -102,7 +101,7 @@ def _read_straight(w: RowLevelWrite, files: list[DataFile]) -> bool:
     tasks write few."""
     return (w.plan.source is None and not w.writes_rows
             and not any(d.data_file.content == FileContent.EQUALITY_DELETES for t in w.tasks for d in t.deletes)
-            and max((f.file_size_in_bytes for f in files), default=0) <= session_split_size(w.spark, files))
+            and max((f.file_size_in_bytes for f in files), default=0) <= split_size(w.spark, files))
 
 
 def _in_one_job(w: RowLevelWrite) -> bool:

@@ -46,7 +46,6 @@ from pyice_sql.spark.connect_backend import is_connect, size_setting
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.jvm.bridge import load_shim
 from pyice_sql.spark.observations import observed_metrics
-from pyice_sql.spark.read.splits import MAX_PARTITION_BYTES, MIN_PARTITION_NUM, OPEN_COST, session_split_size
 from pyice_sql.spark.schema import FIELD_ID_KEY, frame_schema, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
 from pyice_sql.spark.write.partition_sql import transform_sql
@@ -251,14 +250,14 @@ def _whole_file_splits(spark: SparkSession, target_file_size: int, read: Sequenc
     `spark.sql.files.minPartitionNum`, set here to `_rewrite_tasks`.
     Set for the write and then restored, as the calendar below: a query another thread plans
     meanwhile on the same session sees the larger splits (its speed, not its result)."""
-    splits = {MAX_PARTITION_BYTES: str(max(target_file_size, 1))}
+    splits = {_MAX_PARTITION_BYTES: str(max(target_file_size, 1))}
     read_bytes = sum(f.file_size_in_bytes for f in read)
     tasks = min(len(read), read_bytes // max(size_setting(spark, _MIN_PARTITION_SIZE, "1MB") or 1, 1))
     if not is_connect(spark):  # Spark's own default is the cores
-        open_cost = size_setting(spark, OPEN_COST, "4MB") or 0
-        splits[MIN_PARTITION_NUM] = str(_rewrite_tasks(read, tasks, spark.sparkContext.defaultParallelism, open_cost))
+        open_cost = size_setting(spark, _OPEN_COST, "4MB") or 0
+        splits[_MIN_PARTITION_NUM] = str(_rewrite_tasks(read, tasks, spark.sparkContext.defaultParallelism, open_cost))
     elif tasks <= 1:  # (Spark Connect has no SparkContext to ask for them: Spark's default, the cores)
-        splits[MIN_PARTITION_NUM] = "1"
+        splits[_MIN_PARTITION_NUM] = "1"
     with _session_conf(spark, splits, widest=True):
         yield
 
@@ -279,23 +278,39 @@ def _rewrite_tasks(read: Sequence[DataFile], most: int, cores: int, open_cost: i
     return max(1, min(cores, most), min(sized, most, uncut))
 
 
+def split_size(spark: SparkSession, read: Sequence[DataFile]) -> int:
+    """The size Spark cuts the files of a scan of `read` at, and packs its splits up to, under the
+    session's settings (a classic session: the cores come from its SparkContext): `min(maxPartitionBytes,
+    max(openCostInBytes, bytes read / minPartitionNum))`, a file's bytes read being its length and
+    the open cost."""
+    open_cost = size_setting(spark, _OPEN_COST, "4MB") or 0
+    default_num = spark.conf.get(_MIN_PARTITION_NUM, None) or spark.conf.get(_LEAF_PARALLELISM, None)
+    cores = max(1, int(default_num) if default_num else spark.sparkContext.defaultParallelism)
+    read_bytes = sum(f.file_size_in_bytes + open_cost for f in read)
+    return min(size_setting(spark, _MAX_PARTITION_BYTES, "128MB") or 0, max(open_cost, read_bytes // cores))
+
+
 @contextmanager
 def files_read_whole(spark: SparkSession, read: Sequence[DataFile]) -> Iterator[None]:
     """Scan splits that never cut a file of `read`, for a job whose tasks write something per file
     they read (the merge-on-read delete files of a DELETE read straight from the scan:
-    merge_on_read.py), packed as Spark would pack them otherwise (`splits.session_split_size`). With
+    merge_on_read.py), packed as Spark would pack them otherwise (`split_size`). With
     `minPartitionNum` = 1 the bytes read (every file's length and open cost) bound Spark's split
     size from below, so `maxPartitionBytes` alone sets it: that size, or the largest file (and its
     open cost) where that is larger. Overlapping writes of one session keep the larger splits
     (`_session_conf`'s `widest`), which cut nothing that either would not."""
-    open_cost = size_setting(spark, OPEN_COST, "4MB") or 0
+    open_cost = size_setting(spark, _OPEN_COST, "4MB") or 0
     largest = max((f.file_size_in_bytes for f in read), default=0) + open_cost
-    with _session_conf(spark, {MAX_PARTITION_BYTES: str(max(session_split_size(spark, read), largest, 1)),
-                               MIN_PARTITION_NUM: "1"}, widest=True):
+    with _session_conf(spark, {_MAX_PARTITION_BYTES: str(max(split_size(spark, read), largest, 1)),
+                               _MIN_PARTITION_NUM: "1"}, widest=True):
         yield
 
 
+_MAX_PARTITION_BYTES = "spark.sql.files.maxPartitionBytes"
+_MIN_PARTITION_NUM = "spark.sql.files.minPartitionNum"
 _MIN_PARTITION_SIZE = "spark.sql.adaptive.coalescePartitions.minPartitionSize"
+_OPEN_COST = "spark.sql.files.openCostInBytes"
+_LEAF_PARALLELISM = "spark.sql.leafNodeDefaultParallelism"
 _REBASE_IN_WRITE = ("spark.sql.parquet.datetimeRebaseModeInWrite", "spark.sql.parquet.int96RebaseModeInWrite")
 
 
@@ -328,7 +343,7 @@ def _session_conf(spark: SparkSession, values: dict[str, str], widest: bool = Fa
                 held[1] = conf.get(k, None)
             elif widest:
                 now = int(conf.get(k))
-                v = str(max(now, int(v)) if k == MAX_PARTITION_BYTES else min(now, int(v)))
+                v = str(max(now, int(v)) if k == _MAX_PARTITION_BYTES else min(now, int(v)))
             held[0] += 1
             conf.set(k, v)
     try:
