@@ -17,13 +17,15 @@ results (count, sum, distinct) must agree, else the script exits 1.
 
 Output: one JSON line per measurement ({"sys", "mode", "shape", "rows", "op", "s", ...}; pyice's DML
 lines add the target scan's driver planning time and files kept/total from `ice.last_plan`, and both
-engines' lines the new snapshot's file counts), then a table of seconds and pyice/java ratios
-(medians over the rounds); with several row counts, each op's growth: its time at the largest count
-over its time at the smallest, per engine. --jobs adds the Spark jobs each op ran (duration, tasks,
-call site; per stage that ran, its tasks' durations and its run and GC time); --profile FILE dumps
-cProfile stats of pyice's ops; --warmup-rows N first runs every case once at N rows, uncounted, so
-that round 0 is not also the session's cold start (class loading, JIT) for whichever engine goes
-first. Not a pytest module (not collected: no test_ prefix).
+engines' lines the new snapshot's file counts and the driver's CPU time (`driver_jvm_cpu_ms`: the JVM
+thread that analyses, optimizes and plans the statement; `python_cpu_ms`), then a table of seconds
+and pyice/java ratios (medians over the rounds) and one of driver CPU per statement; with several
+row counts, each op's growth: its time at the largest count over its time at the smallest, per
+engine. --jobs adds the Spark jobs each op ran (duration, tasks, call site; per stage that ran, its
+tasks' durations and its run and GC time); --profile FILE dumps cProfile stats of pyice's ops;
+--warmup-rows N first runs every case once at N rows, uncounted, so that round 0 is not also the
+session's cold start (class loading, JIT) for whichever engine goes first. Not a pytest module
+(not collected: no test_ prefix).
 """
 from __future__ import annotations
 
@@ -143,6 +145,14 @@ class Jobs:
         return ran
 
 
+def driver_cpu_ms(spark) -> tuple[float, float]:
+    """CPU time so far (ms) of the driver's JVM thread serving this Python thread (pyspark pins one
+    per Python thread: both engines' statements are analysed, optimized and planned on it) and of
+    this Python process. Per statement, the difference tells driver work from waiting for jobs."""
+    bean = spark._jvm.java.lang.management.ManagementFactory.getThreadMXBean()
+    return bean.getCurrentThreadCpuTime() / 1e6, time.process_time() * 1e3
+
+
 def last_summary(run_sql, table: str) -> dict:
     """File counts of the table's newest snapshot, from the engine's own `snapshots` metadata table."""
     path = run_sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").collect()
@@ -180,6 +190,7 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
             ice.last_plan = None
             gid = jobs.group()
             p = prof if (sys_name == "pyice" and prof is not None) else None
+            cpu = driver_cpu_ms(spark)
             t = time.perf_counter()
             if p is not None:
                 p.enable()
@@ -189,9 +200,11 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
                 if p is not None:
                     p.disable()
             dt = time.perf_counter() - t
+            cpu = [round(b - a, 1) for a, b in zip(cpu, driver_cpu_ms(spark))]
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
             rec = {"sys": sys_name, "mode": mode, "format_version": fv, "shape": shape, "rows": rows, "op": op, "rep": rep,
-                   "s": round(dt, 3), "first": sys_name == order[0], **({"warmup": True} if warmup else {})}
+                   "s": round(dt, 3), "driver_jvm_cpu_ms": cpu[0], "python_cpu_ms": cpu[1],
+                   "first": sys_name == order[0], **({"warmup": True} if warmup else {})}
             if sys_name == "pyice" and op != "insert" and ice.last_plan is not None:
                 m = ice.last_plan.metrics
                 rec["plan_s"] = round(getattr(m, "planning_s", float("nan")), 4)
@@ -226,10 +239,11 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
 
 
 def print_table(results: list) -> None:
-    rows = {}
+    rows, cpu = {}, {}
     for r in results:
         key = (f"{r['mode']} v{r['format_version']}", r["shape"], r["rows"], r["op"])
         rows.setdefault(key, {}).setdefault(r["sys"], []).append(r["s"])
+        cpu.setdefault(key, {}).setdefault(r["sys"], []).append(r["driver_jvm_cpu_ms"] + r["python_cpu_ms"])
     median = {k: {s: statistics.median(v) for s, v in by.items()} for k, by in rows.items()}
     print(f"\n{'mode':<17} {'shape':<10} {'rows':>9} {'op':<7} {'java s':>8} {'pyice s':>8} {'ratio':>6}")
     for (mode, shape, n, op), by in median.items():
@@ -239,6 +253,11 @@ def print_table(results: list) -> None:
         tj = sum(median[(*case, op)]["iceberg-java"] for op in OPS)
         tp = sum(median[(*case, op)]["pyice"] for op in OPS)
         print(f"{case[0]:<17} {case[1]:<10} {case[2]:>9} {'TOTAL':<7} {tj:>8.2f} {tp:>8.2f} {tp / tj:>6.2f}")
+    print(f"\ndriver CPU per statement, ms (JVM thread + Python; medians)\n"
+          f"{'mode':<17} {'shape':<10} {'rows':>9} {'op':<7} {'java':>8} {'pyice':>8}")
+    for (mode, shape, n, op), by in cpu.items():
+        print(f"{mode:<17} {shape:<10} {n:>9} {op:<7} {statistics.median(by['iceberg-java']):>8.0f} "
+              f"{statistics.median(by['pyice']):>8.0f}")
     sizes = sorted({k[2] for k in median})
     if len(sizes) < 2:
         return
