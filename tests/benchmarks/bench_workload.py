@@ -190,7 +190,7 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
             ice.last_plan = None
             gid = jobs.group()
             p = prof if (sys_name == "pyice" and prof is not None) else None
-            cpu = driver_cpu_ms(spark)
+            cpu_before = driver_cpu_ms(spark)
             t = time.perf_counter()
             if p is not None:
                 p.enable()
@@ -200,10 +200,11 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
                 if p is not None:
                     p.disable()
             dt = time.perf_counter() - t
-            cpu = [round(b - a, 1) for a, b in zip(cpu, driver_cpu_ms(spark))]
+            jvm_ms, python_ms = (round(after - before, 1)
+                                 for before, after in zip(cpu_before, driver_cpu_ms(spark)))
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
             rec = {"sys": sys_name, "mode": mode, "format_version": fv, "shape": shape, "rows": rows, "op": op, "rep": rep,
-                   "s": round(dt, 3), "driver_jvm_cpu_ms": cpu[0], "python_cpu_ms": cpu[1],
+                   "s": round(dt, 3), "driver_jvm_cpu_ms": jvm_ms, "python_cpu_ms": python_ms,
                    "first": sys_name == order[0], **({"warmup": True} if warmup else {})}
             if sys_name == "pyice" and op != "insert" and ice.last_plan is not None:
                 m = ice.last_plan.metrics
