@@ -15,6 +15,10 @@ Keys (all optional):
     spark.pyice.catalog.<name>.scope / .oauth2-server-uri / .rest-page-size / .header.<Header-Name>
                                              `rest`: as in Iceberg's REST catalog properties
     spark.pyice.quiet                        `true` turns off progress lines
+    spark.pyice.manifest-cache.max-total-bytes
+                                             Python memory for manifests kept decoded between reads,
+                                             all tables of the process (default 104857600 = 100 MB;
+                                             0: none; core/format/manifest_cache.py)
 
 Any `spark.pyice.catalog.<name>.*` key declares catalog `<name>`; several may be declared.
 Arguments given to `connect()` / `install()` override the conf of the catalog they configure.
@@ -29,6 +33,7 @@ from pyice_sql.core.errors import AnalysisError
 PREFIX = "spark.pyice."
 CATALOG_KEY = PREFIX + "catalog"
 QUIET_KEY = PREFIX + "quiet"
+MANIFEST_CACHE_KEY = PREFIX + "manifest-cache.max-total-bytes"
 _CATALOG_FIELDS = ("type", "warehouse", "uri")
 _REST_KEYS = ("credential", "token", "scope", "oauth2-server-uri", "rest-page-size")
 _HEADER = "header."
@@ -48,6 +53,7 @@ class PyiceConfig:
     default_catalog: str
     catalogs: tuple[CatalogConfig, ...]
     quiet: bool = False
+    manifest_cache_bytes: int | None = None  # None: the cache's default
 
 
 def from_conf(conf: Mapping[str, str], *, catalog: str | None = None, catalog_type: str | None = None,
@@ -62,7 +68,7 @@ def from_conf(conf: Mapping[str, str], *, catalog: str | None = None, catalog_ty
     found: dict[str, dict[str, str]] = {}
     props: dict[str, dict[str, str]] = {}
     for key, value in conf.items():
-        if not key.startswith(PREFIX) or key in (CATALOG_KEY, QUIET_KEY):
+        if not key.startswith(PREFIX) or key in (CATALOG_KEY, QUIET_KEY, MANIFEST_CACHE_KEY):
             continue
         rest = key[len(CATALOG_KEY) + 1:] if key.startswith(CATALOG_KEY + ".") else None
         name, _, field = (rest or "").partition(".")
@@ -72,7 +78,8 @@ def from_conf(conf: Mapping[str, str], *, catalog: str | None = None, catalog_ty
             found.setdefault(name, {})
             props.setdefault(name, {})[field] = value
         else:
-            raise AnalysisError(f"unknown Spark conf key {key!r}: expected {CATALOG_KEY}, {QUIET_KEY} or "
+            raise AnalysisError(f"unknown Spark conf key {key!r}: expected {CATALOG_KEY}, {QUIET_KEY}, "
+                                f"{MANIFEST_CACHE_KEY} or "
                                 f"{CATALOG_KEY}.<name>.{{{','.join(_CATALOG_FIELDS + _REST_KEYS)},header.<name>}}")
     default = catalog or conf.get(CATALOG_KEY) or (next(iter(found)) if len(found) == 1 else "local")
     found.setdefault(default, {}).update(
@@ -82,7 +89,19 @@ def from_conf(conf: Mapping[str, str], *, catalog: str | None = None, catalog_ty
     if quiet is None:
         quiet = conf.get(QUIET_KEY, "false").strip().lower() in ("true", "1", "yes")
     ordered = (catalogs[default], *(c for n, c in sorted(catalogs.items()) if n != default))
-    return PyiceConfig(default, ordered, quiet)
+    return PyiceConfig(default, ordered, quiet, _manifest_cache_bytes(conf.get(MANIFEST_CACHE_KEY)))
+
+
+def _manifest_cache_bytes(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        size = int(value.strip())
+    except ValueError:
+        size = -1
+    if size < 0:
+        raise AnalysisError(f"{MANIFEST_CACHE_KEY}={value!r}: expected a number of bytes (0 turns the cache off)")
+    return size
 
 
 def _catalog(name: str, fields: Mapping[str, str], props: Mapping[str, str]) -> CatalogConfig:

@@ -35,6 +35,7 @@ from pyice_sql.core.errors import (
 )
 from pyice_sql.core.expr.from_sql import target_columns, to_predicate
 from pyice_sql.core.format.fileio import is_local, local_path
+from pyice_sql.core.format.manifest_cache import MANIFESTS
 from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, eq
 from pyice_sql.core.model.conversions import to_internal
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
@@ -423,6 +424,8 @@ def connect(spark: SparkSession | None = None, warehouse: str | None = None, cat
                            warehouse=warehouse, uri=uri, quiet=quiet,
                            properties={"credential": credential, "token": token})
     runtime = Runtime.attach(spark)
+    if cfg.manifest_cache_bytes is not None:
+        MANIFESTS.resize(cfg.manifest_cache_bytes)
     catalogs = {}
     for c in cfg.catalogs:
         if c.type.lower() != "rest" and is_local(c.warehouse):

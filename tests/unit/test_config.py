@@ -72,3 +72,15 @@ def test_rest_catalog_settings_from_conf_and_arguments():
 def test_misspelt_rest_keys_are_errors(key):
     with pytest.raises(AnalysisError, match=key.replace(".", r"\.")):
         from_conf({key: "x"})
+
+
+def test_manifest_cache_size_from_conf():
+    assert from_conf({}).manifest_cache_bytes is None  # the cache's own default
+    assert from_conf({"spark.pyice.manifest-cache.max-total-bytes": " 500 "}).manifest_cache_bytes == 500
+    assert from_conf({"spark.pyice.manifest-cache.max-total-bytes": "0"}).manifest_cache_bytes == 0
+
+
+@pytest.mark.parametrize("value", ["-1", "many", ""])
+def test_a_bad_manifest_cache_size_is_an_error_naming_the_key(value):
+    with pytest.raises(AnalysisError, match=r"spark\.pyice\.manifest-cache\.max-total-bytes"):
+        from_conf({"spark.pyice.manifest-cache.max-total-bytes": value})

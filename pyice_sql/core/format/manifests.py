@@ -10,12 +10,19 @@ import uuid
 from pyice_sql.core.errors import CorruptTableError
 from pyice_sql.core.format import avro_codec
 from pyice_sql.core.format.fileio import FileIO
+from pyice_sql.core.format.manifest_cache import MANIFESTS
 from pyice_sql.core.model.manifest import ManifestContent, ManifestEntry, ManifestFile
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 
 
 def read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
+    """The entries of `manifest`, decoded once per process while the cache holds them (manifest_cache.py)."""
+    return MANIFESTS.read(io, manifest, lambda: _decode(io, manifest))
+
+
+def _decode(io: FileIO, manifest: ManifestFile) -> tuple[int, list[ManifestEntry]]:
+    """The manifest file's length and its entries, with what they inherit from `manifest` filled in."""
     try:
         data = io.read(manifest.manifest_path)
     except FileNotFoundError as e:
@@ -25,7 +32,7 @@ def read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
     except Exception as e:  # fastavro raises many types on garbage input
         raise CorruptTableError(f"manifest file cannot be read: {manifest.manifest_path} ({e})") from e
     from pyice_sql.core.model.row_lineage import inherit_first_row_ids
-    return inherit_first_row_ids(entries, manifest)
+    return len(data), inherit_first_row_ids(entries, manifest)
 
 
 def read_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
