@@ -12,9 +12,9 @@ pruned on the driver, no Spark job — for
   * a point lookup on a data column (every entry's partition passes; pruned by column bounds),
   * a full scan (no filter),
 reporting the best and median of --repeat runs, cold (every manifest decoded) and warm (decoded
-manifests cached, as for a session's next statement: core/format/manifest_cache.py), the files kept, that no Spark job ran, and
-the driver memory (tracemalloc peak, and what the manifest cache then holds, measured in a separate
-run since tracing slows Python).
+manifests cached, as for a session's next statement: core/format/manifest_cache.py), the files
+kept, that no Spark job ran, and the driver memory (tracemalloc peak, and what the manifest cache
+then holds, measured in a separate run since tracing slows Python).
 The target for a point lookup on 10k files is < 1 s. Not a pytest module (not collected).
 """
 from __future__ import annotations

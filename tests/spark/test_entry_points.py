@@ -190,3 +190,32 @@ def test_doctor_names_each_problem(capsys, tmp_path, monkeypatch):
         else "Spark 4 needs Java 17 or 21"
     assert problems == ["problem: Python 3.10 or later is needed",
                         f"problem: no java on PATH or in JAVA_HOME: {needs}"]
+
+
+def test_manifests_are_decoded_once_unless_the_cache_is_off(spark, warehouse, monkeypatch):
+    from pyice_sql.core.format import avro_codec
+    from pyice_sql.core.format.manifest_cache import DEFAULT_MAX_BYTES, MANIFESTS
+
+    decoded: list[str] = []
+    real = avro_codec.read_manifest
+    monkeypatch.setattr(avro_codec, "read_manifest", lambda data, m: decoded.append(m.manifest_path) or real(data, m))
+    ice = pyice_sql.connect(spark, warehouse=warehouse)
+    ice.sql("CREATE DATABASE local.db; CREATE TABLE local.db.t (id bigint) USING iceberg")
+    ice.sql("INSERT INTO local.db.t VALUES (1)")
+    ice.sql("INSERT INTO local.db.t VALUES (2)")
+    written = sorted(r.path for r in ice.sql("SELECT path FROM local.db.t.manifests").collect())
+    assert len(written) == 2
+
+    def decoded_by_two_selects() -> list[str]:
+        decoded.clear()
+        for _ in range(2):
+            assert sorted(r.id for r in ice.sql("SELECT id FROM local.db.t").collect()) == [1, 2]
+        return sorted(decoded)
+    assert set(decoded_by_two_selects()) <= set(written) and len(decoded) == len(set(decoded))  # once at most
+    spark.conf.set("spark.pyice.manifest-cache.max-total-bytes", "0")
+    try:
+        ice = pyice_sql.connect(spark, warehouse=warehouse)
+        assert decoded_by_two_selects() == sorted(written * 2)
+    finally:
+        spark.conf.unset("spark.pyice.manifest-cache.max-total-bytes")
+        MANIFESTS.resize(DEFAULT_MAX_BYTES)
