@@ -103,7 +103,10 @@ def test_the_bound_holds_least_recently_used_out_first(tmp_path, cache):
     a, b, c, d, e = (_write(tmp_path, io, [f"{n}1", f"{n}2"]) for n in "abcde")
     for m in (a, b, a, c, d):  # 8 entries held; b is the least recently used
         manifests.read_entries(io, m)
-    manifests.read_entries(io, e)  # 10 entries: b goes
+    io.reads.clear()
+    manifests.read_entries(io, e)  # read once, as often as b: not let in
+    manifests.read_entries(io, e)  # read twice, more than b: let in, b goes
+    assert io.reads == [e.manifest_path] * 2
     io.reads.clear()
     for m in (a, c, d, e, b):
         manifests.read_entries(io, m)
@@ -114,6 +117,18 @@ def test_the_bound_holds_least_recently_used_out_first(tmp_path, cache):
     manifests.read_entries(io, too_large)
     manifests.read_entries(io, too_large)
     assert io.reads == [too_large.manifest_path] * 2  # over a quarter of the bound: never held
+
+
+def test_manifests_read_in_turn_beyond_the_bound_keep_hitting_those_held(tmp_path, cache):
+    """Each plan reads all six manifests in order, 12 entries against a bound of 8: the first four
+    stay and are hit; plain LRU would push each out just before the next plan reads it."""
+    io = CountingIO()
+    six = [_write(tmp_path, io, [f"{n}1", f"{n}2"]) for n in "abcdef"]
+    for _ in range(3):
+        io.reads.clear()
+        for m in six:
+            manifests.read_entries(io, m)
+    assert io.reads == [m.manifest_path for m in six[4:]]
 
 
 def test_column_metrics_weigh_in():
