@@ -13,9 +13,9 @@ a manifest larger than a quarter of the bound is never held; 0 turns it off. Onc
 is let in only if it has been read more often than the one it would push out first (reads counted,
 halved every `_AGING_READS`): a table whose manifests outgrow the bound, each plan reading them all
 in turn, keeps the ones held and hits them, where plain LRU would push out each one just before the
-next plan reads it and never hit. A hit is checked
-against the file's length now, so a manifest removed or replaced on disk (a damaged table) is read
-again and its error names it, as without the cache.
+next plan reads it and never hit. A hit is checked against the file's length now, so a manifest
+removed or replaced on disk (a damaged table) is read again and its error names it, as without the
+cache.
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ _Key = tuple[str, int, int, int, int, "int | None"]
 
 
 class ManifestCache:
-    """Least-recently-used decoded manifests, at most about `max_bytes` of them (thread-safe:
-    procedures read manifests from a thread pool)."""
+    """Decoded manifests, at most about `max_bytes` of them, least recently used out first and let in
+    by the rule above once full (thread-safe: procedures read manifests from a thread pool)."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
