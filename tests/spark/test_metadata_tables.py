@@ -24,6 +24,7 @@ from pyice_sql.core.catalog.hadoop import HadoopCatalog
 from pyice_sql.core.errors import AnalysisError
 from pyice_sql.core.format.fileio import LocalFileIO, local_path
 from pyice_sql.spark.read.metadata_tables import METADATA_TABLE_NAMES, metadata_table
+from tests.counting_io import CountingIO
 
 SHARED = Path(os.environ.get("PYICE_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 REFERENCE = SHARED / "iceberg-reference" / "iceberg_ref.py"
@@ -141,19 +142,10 @@ def test_unknown_name_and_bad_snapshots(spark, reference):
         metadata_table(spark, table, "all_manifests", table.metadata.current_snapshot_id)
 
 
-class _CountingIO(LocalFileIO):
-    def __init__(self) -> None:
-        self.reads: list[str] = []
-
-    def read(self, path: str) -> bytes:
-        self.reads.append(path)
-        return super().read(path)
-
-
 @pytest.mark.spark
 @pytest.mark.parametrize("name", ["files", "entries", "partitions"])
 def test_each_manifest_is_read_once(spark, reference, name):
-    io = _CountingIO()
+    io = CountingIO()
     table = dataclasses.replace(_load(reference[0], "t"), io=io)
     metadata_table(spark, table, name)
     assert io.reads and len(io.reads) == len(set(io.reads))

@@ -9,24 +9,15 @@ import os
 import pytest
 
 from pyice_sql.core.errors import CorruptTableError
-from pyice_sql.core.format.fileio import LocalFileIO
 from pyice_sql.core.format.manifest_cache import ManifestCache, entry_bytes
 from pyice_sql.core.format import manifests
 from pyice_sql.core.model.manifest import DataFile, EntryStatus, ManifestContent, ManifestEntry
 from pyice_sql.core.model.partitioning import UNPARTITIONED
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.types import LONG, NestedField
+from tests.counting_io import CountingIO
 
 SCHEMA = Schema((NestedField(1, "id", LONG, True),))
-
-
-class CountingIO(LocalFileIO):
-    def __init__(self) -> None:
-        self.reads: list[str] = []
-
-    def read(self, path: str) -> bytes:
-        self.reads.append(path)
-        return super().read(path)
 
 
 def _entry(path: str, records: int, snapshot_id: int) -> ManifestEntry:
