@@ -22,10 +22,11 @@ thread that analyses, optimizes and plans the statement; `python_cpu_ms`), then 
 and pyice/java ratios (medians over the rounds) and one of driver CPU per statement; with several
 row counts, each op's growth: its time at the largest count over its time at the smallest, per
 engine. --jobs adds the Spark jobs each op ran (duration, tasks, call site; per stage that ran, its
-tasks' durations and its run and GC time); --profile FILE dumps cProfile stats of pyice's ops;
---warmup-rows N first runs every case once at N rows, uncounted, so that round 0 is not also the
-session's cold start (class loading, JIT) for whichever engine goes first. Not a pytest module
-(not collected: no test_ prefix).
+tasks' durations and its run and GC time) and a table of the wall time outside them (before the
+first, between, after the last: the driver's share of the critical path); --profile FILE dumps
+cProfile stats of pyice's ops; --warmup-rows N first runs every case once at N rows, uncounted, so
+that round 0 is not also the session's cold start (class loading, JIT) for whichever engine goes
+first. Not a pytest module (not collected: no test_ prefix).
 """
 from __future__ import annotations
 
@@ -123,7 +124,8 @@ class Jobs:
             t0, t1 = j.submissionTime(), j.completionTime()
             ms = (t1.get().getTime() - t0.get().getTime()) if t0.isDefined() and t1.isDefined() else None
             out.append({"job": jid, "ms": ms, "tasks": j.numTasks(), "stages": j.stageIds().size(),
-                        "name": str(j.name())[:80], "ran": self._stages(store, j.stageIds())})
+                        "name": str(j.name())[:80], "ran": self._stages(store, j.stageIds()),
+                        **({"start": t0.get().getTime(), "end": t1.get().getTime()} if ms is not None else {})})
         return out
 
     @staticmethod
@@ -143,6 +145,21 @@ class Jobs:
                         if tasks.apply(i).duration().isDefined())
             ran.append({"stage": sid, "task_ms": ms, "run_ms": sd.executorRunTime(), "gc_ms": sd.jvmGcTime()})
         return ran
+
+
+def outside_jobs_ms(start: float, end: float, jobs: list[dict]) -> dict:
+    """A statement's wall time (epoch ms `start`..`end`) outside its Spark jobs: before the first,
+    between them (jobs that overlap count once) and after the last. The driver's work on the
+    critical path: building and planning the statement, adaptive execution between stages, the
+    commit."""
+    spans = sorted((j["start"], j["end"]) for j in jobs if "start" in j)
+    if not spans:
+        return {"before": round(end - start), "between": 0, "after": 0}
+    between, reached = 0.0, spans[0][1]
+    for a, b in spans[1:]:
+        between += max(0.0, a - reached)
+        reached = max(reached, b)
+    return {"before": round(spans[0][0] - start), "between": round(between), "after": round(end - reached)}
 
 
 def driver_cpu_ms(spark) -> tuple[float, float]:
@@ -191,6 +208,7 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
             gid = jobs.group()
             p = prof if (sys_name == "pyice" and prof is not None) else None
             cpu_before = driver_cpu_ms(spark)
+            started = time.time() * 1000
             t = time.perf_counter()
             if p is not None:
                 p.enable()
@@ -200,6 +218,7 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
                 if p is not None:
                     p.disable()
             dt = time.perf_counter() - t
+            ended = time.time() * 1000
             jvm_ms, python_ms = (round(after - before, 1)
                                  for before, after in zip(cpu_before, driver_cpu_ms(spark)))
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
@@ -222,6 +241,7 @@ def run_case(spark, ice, jobs, a, rows: int, mode: str, fv: int, shape: str, rep
                 rec["spark_jobs"] = len(js)
                 rec["spark_job_ms"] = sum(j["ms"] or 0 for j in js)
                 rec["jobs"] = js
+                rec["outside_jobs_ms"] = outside_jobs_ms(started, ended, js)
             if op == "scan":
                 scans[sys_name] = list(out[0])
             print(json.dumps(rec), flush=True)
@@ -259,6 +279,18 @@ def print_table(results: list) -> None:
     for (mode, shape, n, op), by in cpu.items():
         print(f"{mode:<17} {shape:<10} {n:>9} {op:<7} {statistics.median(by['iceberg-java']):>8.0f} "
               f"{statistics.median(by['pyice']):>8.0f}")
+    outside = {}
+    for r in results:
+        if "outside_jobs_ms" in r:
+            key = (f"{r['mode']} v{r['format_version']}", r["shape"], r["rows"], r["op"])
+            outside.setdefault(key, {}).setdefault(r["sys"], []).append(r["outside_jobs_ms"])
+    if outside:
+        print("\nwall time outside Spark jobs per statement, ms (medians): before the first job / between "
+              f"jobs / after the last\n{'mode':<17} {'shape':<10} {'rows':>9} {'op':<7} {'java':>17} {'pyice':>17}")
+        for (mode, shape, n, op), by in outside.items():
+            cells = ["/".join(str(round(statistics.median(o[part] for o in by[s])))
+                              for part in ("before", "between", "after")) for s in ("iceberg-java", "pyice")]
+            print(f"{mode:<17} {shape:<10} {n:>9} {op:<7} {cells[0]:>17} {cells[1]:>17}")
     sizes = sorted({k[2] for k in median})
     if len(sizes) < 2:
         return
