@@ -83,21 +83,6 @@ def reference(tmp_path_factory):
     return warehouse, module, results
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    existing = SparkSession.getActiveSession()
-    session = existing or (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                           .getOrCreate())
-    previous_tz = session.conf.get("spark.sql.session.timeZone")
-    session.conf.set("spark.sql.session.timeZone", "UTC")
-    yield session
-    session.conf.set("spark.sql.session.timeZone", previous_tz)
-    if existing is None:
-        session.stop()
-
-
 def _load(warehouse: Path, name: str):
     catalog = HadoopCatalog("ref", str(warehouse), io_factory=lambda loc: LocalFileIO())
     return catalog.load_table(TableIdentifier(("db",), name))

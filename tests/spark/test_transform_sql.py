@@ -57,18 +57,12 @@ def _literal(value: object, spark_type: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    existing = SparkSession.getActiveSession()
-    session = existing or (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                           .getOrCreate())
-    previous_tz = session.conf.get("spark.sql.session.timeZone")
-    session.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
-    yield session
-    session.conf.set("spark.sql.session.timeZone", previous_tz)
-    if existing is None:
-        session.stop()
+def spark(spark):
+    """The shared session in a zone with daylight saving time, so that zone handling shows."""
+    previous_tz = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    yield spark
+    spark.conf.set("spark.sql.session.timeZone", previous_tz)
 
 
 @pytest.fixture(params=["false", "true"], ids=["legacy", "ansi"])
