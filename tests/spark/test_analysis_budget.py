@@ -1,9 +1,9 @@
 """A budget of plan analyses per row-level statement: the driver's share of a small statement.
 
-Every DataFrame operation of a classic session is an analysis of the whole plan built so far
-(3-12 ms each on a row-level statement's plan), and analyses before the first Spark job are most
-of what a small statement loses to Iceberg Java, which analyses its whole statement once (README,
-"Where the time still goes"). The count is read from Spark's analyzer metering: the runs of the
+Every DataFrame operation of a classic session is an analysis of the plan built so far (2-12 ms
+each, hardly more on a statement's plan than on a one-node one), and analyses before the first
+Spark job are most of what a small statement loses to Iceberg Java, which analyses its whole
+statement once (README, "Where the time still goes"). The count is read from Spark's analyzer metering: the runs of the
 Resolution batch's `DeduplicateRelations` rule, at least one per analysis (two where the batch
 resolved something). Iceberg Java runs it 3-4 times for these statements. A change that builds
 a pass in fewer operations lowers the budget; one that adds operations fails here without timing.
@@ -42,8 +42,10 @@ def _analyzer_passes(spark, run) -> int:
         "org.apache.spark.sql.catalyst.rules.RuleExecutor$").getField("MODULE$").get(None)
     meter.resetMetrics()
     run()
-    found = _RUNS.search(meter.dumpTimeSpent())
-    return int(found.group(1)) if found else 0
+    metrics = meter.dumpTimeSpent()
+    found = _RUNS.search(metrics)
+    assert found, f"no DeduplicateRelations runs in Spark's analyzer metrics: {metrics[:500]}"
+    return int(found.group(1))
 
 
 @pytest.mark.parametrize("mode,kind", list(BUDGET))
