@@ -37,7 +37,7 @@ from pyice_sql.spark.rowlevel.compile.merge_rows import (
     TARGET_MARK, rewrite_select, tagged_select, unmatched_source_select, value_name, value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.key_filter import key_row_filter, pairing_rows, shim_key_range
-from pyice_sql.spark.rowlevel.compile.store_assignment import check_values
+from pyice_sql.spark.rowlevel.compile.store_assignment import check_values, known_value_types
 from pyice_sql.core.errors import AnalysisError, CardinalityError
 from pyice_sql.core.expr.evaluators import rows_must_match
 from pyice_sql.core.expr.from_sql import target_columns, to_predicate
@@ -336,7 +336,8 @@ class RowLevelExecutor:
         else:
             source_view = None
         plan = self._read_pyice_tables_from_views(plan)
-        stored = self._store_assignment(plan, schema, target_view, source_view)
+        stored = self._store_assignment(plan, schema, (target, target_view),
+                                        None if source is None else (source, source_view))
 
         def tag(p: RowLevelPlan, target: DataFrame, target_view: str, file_path: Column | None,
                 copies: bool = False, sources: tuple[DataFrame, str] | None = None) -> DataFrame:
@@ -465,11 +466,21 @@ class RowLevelExecutor:
         rest = self.spark.sql(select(plan, self._view(target.where(F.lit(False))), unmatched, source_row=True))
         return matched.unionAll(rest).drop(SOURCE_ROW)
 
-    def _store_assignment(self, plan: RowLevelPlan, schema, target_view: str, source_view: str | None):
-        probe = value_probe_select(plan, target_view, source_view)
-        if probe is None:
+    def _store_assignment(self, plan: RowLevelPlan, schema, target: tuple[DataFrame, str],
+                          source: tuple[DataFrame, str] | None):
+        """The stored SQL of every assigned value (`target`, `source`: each frame and its view). The
+        types of literals and plain columns are known (`known_value_types`); the others come from
+        one query's analysis, an analysis of the whole join that a MERGE with only `*` clauses never
+        needs."""
+        if not any(ins.values for ins in plan.instructions):
             return {}
-        types = {f.name: f.dataType for f in self.spark.sql(probe).schema.fields}  # analysis only
+        relations = {plan.target_alias: frame_schema(target[0])}
+        if source is not None:
+            relations[plan.source_alias] = frame_schema(source[0])
+        types = known_value_types(plan, relations, value_name)
+        probe = value_probe_select(plan, target[1], source and source[1], known=types)
+        if probe is not None:
+            types.update((f.name, f.dataType) for f in self.spark.sql(probe).schema.fields)  # analysis only
         return check_values(plan, types, schema_to_spark(schema, with_ids=False), value_name)
 
     def _read_pyice_tables_from_views(self, plan: RowLevelPlan) -> RowLevelPlan:

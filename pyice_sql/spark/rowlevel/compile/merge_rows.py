@@ -18,6 +18,8 @@ join's rows, and the target is scanned once and not shuffled.
 """
 from __future__ import annotations
 
+from typing import Collection
+
 from sqlglot import exp
 
 from pyice_sql.core.model.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS
@@ -89,10 +91,13 @@ def value_name(clause: int, column: str) -> str:
     return f"__v{clause}_{column}"
 
 
-def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | None) -> str | None:
-    """A query whose schema (analysis only, never run) gives the type of every assigned value."""
+def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | None,
+                       known: Collection[str] = ()) -> str | None:
+    """A query whose schema (analysis only, never run) gives the type of every assigned value
+    whose `value_name` is not in `known`; None when there is none."""
     cols = [f"{_sql(v)} AS {_q(value_name(k, name))}"
-            for k, ins in enumerate(plan.instructions) for name, v in ins.values.items()]
+            for k, ins in enumerate(plan.instructions) for name, v in ins.values.items()
+            if value_name(k, name) not in known]
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)} LIMIT 0" if cols else None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 
 from pyspark.sql import DataFrame, functions as F, types as T
+from sqlglot import exp
 
 from pyice_sql.core.errors import AnalysisError, SqlPosition
 from pyice_sql.core.plan.nodes import RowLevelPlan
@@ -143,6 +144,41 @@ def stored_value_sql(value_sql: str, src: T.DataType, dst: T.DataType, column: s
                      position: SqlPosition | None = None) -> str:
     """Spark SQL storing `value_sql` (of type `src`) into `column` (of type `dst`); AnalysisError if illegal."""
     return _Store(by_name, what, position).sql(value_sql, src, dst, (column,))
+
+
+def known_value_types(plan: RowLevelPlan, relations: dict[str, T.StructType], name_of) -> dict[str, T.DataType]:
+    """The type Spark's analysis would give each assigned value that is a literal or a plain column
+    of a relation (`relations`: alias -> schema, as Spark analysed it; an unqualified column is the
+    target's where the statement reads no source), by `name_of(clause, column)`, without that
+    analysis: a MERGE's `SET *` and `INSERT *` are all such values. A column matched only by case,
+    or by two columns, is left to Spark, whose resolution depends on its settings."""
+    out = {}
+    for k, ins in enumerate(plan.instructions):
+        for column, value in ins.values.items():
+            known = _literal_type(value)
+            if known is None and isinstance(value, exp.Column) and not value.args.get("db"):
+                schema = relations.get(value.table or (plan.target_alias if plan.source is None else ""))
+                same = [f for f in schema.fields if f.name.lower() == value.name.lower()] if schema else []
+                known = same[0].dataType if len(same) == 1 and same[0].name == value.name else None
+            if known is not None:
+                out[name_of(k, column)] = known
+    return out
+
+
+def _literal_type(value: exp.Expression) -> T.DataType | None:
+    """Spark's type of a string, boolean, NULL or integer literal (None: another expression)."""
+    if isinstance(value, exp.Null):
+        return T.NullType()
+    if isinstance(value, exp.Boolean):
+        return T.BooleanType()
+    if not isinstance(value, exp.Literal):
+        return None
+    if value.is_string:
+        return T.StringType()
+    digits = value.this
+    if not digits.isdigit():
+        return None
+    return T.IntegerType() if int(digits) < 2 ** 31 else T.LongType() if int(digits) < 2 ** 63 else None
 
 
 def check_values(plan: RowLevelPlan, value_types: dict[str, T.DataType], target: T.StructType,
