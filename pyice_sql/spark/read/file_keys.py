@@ -62,6 +62,11 @@ def file_key(path: Column) -> Column:
     return F.xxhash64(path)
 
 
+def file_key_sql(path: str) -> str:
+    """`file_key` as SQL over the column `path`."""
+    return f"xxhash64({path})"
+
+
 def file_keys(spark: SparkSession, spellings: list[str]) -> list[int] | None:
     """The key of each of the scan's files (Spark's spellings), or None when the shim is not loaded
     or two of them share a key."""

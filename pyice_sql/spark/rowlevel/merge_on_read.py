@@ -44,7 +44,7 @@ from pyice_sql.spark.rowlevel.context import (
 )
 from pyice_sql.spark.write.data_writer import files_read_whole, quote, split_size, write_data_files
 from pyice_sql.spark.write.delete_writer import (
-    InTaskTargets, PerFile, in_task_targets, write_position_deletes, write_position_deletes_along,
+    InTaskTargets, PerFile, along_columns, in_task_targets, write_position_deletes, write_position_deletes_along,
 )
 
 OLD = "__old"  # a position from an existing delete file being folded
@@ -59,7 +59,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     by_ordinal = w.file_ordinals and len(targets) == len(w.tasks)
     folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
-    in_tasks = in_task_targets(w.spark, targets, folded, F.col(FILE_ORDINAL) if by_ordinal else None)
+    in_tasks = in_task_targets(w.spark, targets, folded, FILE_ORDINAL if by_ordinal else None)
     as_read = in_tasks is not None and by_ordinal and _read_straight(w, list(targets.values()))
     if in_tasks is not None and _in_one_job(w):
         return _write_in_one_job(w, targets, folded, in_tasks)
@@ -122,15 +122,13 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     new = new_row()
     # only what the shuffle, the per-file step and the data write read: the tagged rows' other
     # columns would widen the shuffle and the shim's row conversion, and every plan over them
-    columns = [quote(f.name) for f in w.schema.fields]
     rows = select_sql(w.tagged.where(acting() | new | matched(w.plan) if check else acting() | new), [
-        *columns, OP, f"{FILE} AS _file", f"{POS} AS _pos", f"false AS {OLD}",
-        *([FILE_ORDINAL] if w.file_ordinals else [])])
+        *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields),
+        OP, f"false AS {OLD}"])
     counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")
     counting = _counting(w, check, False, counts, ((UPDATE, "updated"), (INSERT, "inserted"), (DELETE, "deleted")))
     delete_files, data_files = write_position_deletes_along(
-        rows, targets, w.write, counting, in_tasks, ACTING_SQL, NEW_ROW_SQL, columns,
-        lambda rows: write_data_files(w.table_rows(rows), w.write, in_place=True))
+        rows, targets, w.write, counting, in_tasks, lambda rows: write_data_files(w.table_rows(rows), w.write, in_place=True))
     if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
         return Written()
     counted = observed(counts, lambda: {**new_row_counts(w.tagged), **deleted_count(w.tagged)})

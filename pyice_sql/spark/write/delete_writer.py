@@ -27,7 +27,7 @@ import hashlib
 import json
 from typing import Callable, NamedTuple
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec, functions as F
+from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec, functions as F
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
@@ -36,10 +36,9 @@ from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.spark.connect_backend import conf_enabled, is_connect
-from pyice_sql.spark.frames import select_sql
-from pyice_sql.spark.read.file_keys import deletes_spec, file_key, file_keys
+from pyice_sql.spark.read.file_keys import deletes_spec, file_key_sql, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
-from pyice_sql.spark.write.data_writer import WriteContext, final_locations, write_options, written_files
+from pyice_sql.spark.write.data_writer import WriteContext, final_locations, quote, write_options, written_files
 from pyice_sql.core.format.locations import (
     data_location, file_name, new_file_location, new_operation_id, partition_to_path,
 )
@@ -55,7 +54,7 @@ _FULL_METRICS = {props.DEFAULT_WRITE_METRICS_MODE: "full"}
 _TARGET = "target_file"
 _KEY = "__file_key"
 # the columns the in-task writer reads ahead of the rows' own when it writes along a data file write
-_ALONG_POS, _DELETES, _EMITS = "__delete_pos", "__deletes", "__emits"
+_DELETES, _EMITS = "__deletes", "__emits"
 # separators of PositionDeleteWriter.java's targets spec: records, fields
 _RECORD, _FIELD = "\0", "\1"
 
@@ -65,38 +64,40 @@ PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
 
 class InTaskTargets(NamedTuple):
     """What the in-task writer needs beyond the rows: each target's 64-bit key (in the order of
-    the targets), the column giving a row's key, and the spec of the previous deletes it folds
-    (None: folds nothing)."""
+    the targets), the column of the rows giving their data file's index among the targets (None:
+    the key is the hash of the path), and the spec of the previous deletes it folds (None: folds
+    nothing)."""
 
     keys: list[int]
-    row_key: Column
+    ordinal: str | None
     previous: str | None
+
+    def key_sql(self, path: str) -> str:
+        """The SQL of a row's key, where the column `path` holds its data file's path."""
+        return quote(self.ordinal) if self.ordinal is not None else file_key_sql(path)
 
 
 def in_task_targets(spark: SparkSession, targets: dict[str, DataFile], folded: dict[str, list[ManifestEntry]],
-                    ordinal: Column | None = None) -> InTaskTargets | None:
+                    ordinal: str | None = None) -> InTaskTargets | None:
     """The targets' keys when the delete files can be written in the tasks, which then also fold
     the previous deletes `folded` (per data file path); None: Spark's writer (no shim, two targets
     share a key, a previous delete the shim cannot read, a path holding a separator of the writer's
     targets spec, or speculative execution, whose second attempt of a task would write the same
     file as the first: Spark's commit protocol keeps one).
-    `ordinal`: a column of the rows giving their data file's index in `targets`, which then keys
-    them (else the hash of `_file`, computed per row and for each target by a JVM query)."""
+    `ordinal`: the column of the rows giving their data file's index in `targets`, which then keys
+    them (else the hash of the path, computed per row and for each target by a JVM query)."""
     if not targets or is_connect(spark) or conf_enabled(spark, "spark.speculation", False):
         return None
     if any(_RECORD in p or _FIELD in p for p in targets):  # the targets spec could not hold the path
         return None
-    if ordinal is not None:
-        keys, row_key = list(range(len(targets))), ordinal
-    else:
-        keys, row_key = file_keys(spark, list(targets)), file_key(F.col("_file"))
+    keys = list(range(len(targets))) if ordinal is not None else file_keys(spark, list(targets))
     if keys is None:
         return None
     key_of = dict(zip(targets, keys))
     previous = deletes_spec([(key_of[p], p, entries) for p, entries in folded.items()]) if folded else None
     if folded and previous is None:
         return None
-    return InTaskTargets(keys, row_key, previous)
+    return InTaskTargets(keys, ordinal, previous)
 
 
 def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
@@ -122,23 +123,30 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx
     return _write_with_spark(deletes, targets, ctx, per_file)
 
 
+def along_columns(in_tasks: InTaskTargets, path: str, pos: str, deletes: str, emits: str) -> list[str]:
+    """The leading columns of the rows of `write_position_deletes_along`, as SQL over rows whose
+    columns `path` and `pos` give the data file and position a row replaces, and where `deletes`
+    (SQL) holds on a row whose position is deleted, `emits` on one that goes on to the data write.
+    In the caller's projection: no operation of their own to analyse."""
+    return [f"{in_tasks.key_sql(path)} AS {_KEY}", f"CAST({pos} AS bigint) AS _pos",
+            f"{deletes} AS {_DELETES}", f"{emits} AS {_EMITS}"]
+
+
 def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
-                                 per_file: PerFile | None, in_tasks: InTaskTargets, deletes: str, emits: str,
-                                 carried: list[str], write_rows: Callable[[DataFrame], list[DataFile]]
+                                 per_file: PerFile | None, in_tasks: InTaskTargets,
+                                 write_rows: Callable[[DataFrame], list[DataFile]]
                                  ) -> tuple[list[DataFile], list[DataFile]]:
     """The in-task writer inside the data file write, as Iceberg Java's delta writer: `rows`
-    (columns `_file`, `_pos` and the new row's) are grouped by data file as for
-    `write_position_deletes`, and the rows of no data file (inserted rows: `_file` is null) all go
-    to one task; the position of each row where `deletes` (SQL text) holds goes to the delete
-    files, and the `carried` columns of the rows where `emits` (SQL text) holds go on to
-    `write_rows`, whose tasks write the delete files as they go. One write job instead of two,
-    and the rows are not cached between them. Returns (delete files, data files)."""
+    (leading columns `along_columns`, then the new row's) are grouped by data file as for
+    `write_position_deletes`, and the rows of no data file (inserted rows: no key) all go to one
+    task; the position of each row whose `deletes` column holds goes to the delete files, and the
+    rows whose `emits` column holds go on to `write_rows` (with every column: it takes the
+    table's), whose tasks write the delete files as they go. One write job instead of two, and the
+    rows are not cached between them. Returns (delete files, data files)."""
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = rows.sparkSession
     keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks, along=True)
-    keyed = select_sql(keyed, [_KEY, f"CAST(_pos AS bigint) AS {_ALONG_POS}", f"{deletes} AS {_DELETES}",
-                               f"{emits} AS {_EMITS}", *carried])
     shim = load_shim(spark)
     along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx))
     data_files: list[DataFile] = []
@@ -172,14 +180,15 @@ def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteConte
                   ) -> tuple[DataFrame, dict[str, str], str]:
     """The in-task writer's rows (keyed, grouped by data file, sorted by position, `per_file`
     applied), each target's planned delete file, and the writer's targets spec. `along`: the rows
-    go on to a data file write (`write_position_deletes_along`); `as_read`: they come grouped and
-    sorted from the scan (`write_position_deletes`)."""
+    go on to a data file write, keyed already (`write_position_deletes_along`); `as_read`: they
+    come grouped and sorted from the scan (`write_position_deletes`)."""
     operation_id = new_operation_id(deletes=True)
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
     outputs = {path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
                                        file_name(i, 0, operation_id, 1, deletes=True))
                for i, (path, f) in enumerate(targets.items())}
-    rows = rows.withColumn(_KEY, in_tasks.row_key)
+    if not along:
+        rows = rows.withColumn(_KEY, F.expr(in_tasks.key_sql("_file")))
     if not as_read:
         rows = _grouped_by_file(rows, len(targets), along).sortWithinPartitions(_KEY, "_pos")
     if per_file is not None:
