@@ -34,7 +34,9 @@ class RowLevelWrite:
     tagged: DataFrame
     tasks: tuple[FileScanTask, ...]  # the target files read (their rows are in `tagged`)
     write: WriteContext
-    table_rows: Callable[[DataFrame], DataFrame]  # tagged rows -> the table's columns, NOT NULL checked
+    # tagged rows -> the same rows, their table columns NOT NULL checked; the data writer takes the table's
+    # columns by name (a projection of its own would be one more analysis of the plan)
+    checked_rows: Callable[[DataFrame], DataFrame]
     # copy-on-write by predicate (UPDATE / DELETE): the rows of the files to rewrite -> the rows to
     # write back (copies and updated rows); None: rewrite by joining with the changed rows
     rewrite_rows: Callable[[DataFrame], DataFrame] | None = None

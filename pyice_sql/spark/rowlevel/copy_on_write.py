@@ -96,7 +96,7 @@ def _merge_again(w: RowLevelWrite, per_file: list, out: Written) -> Written:
     # with a broadcast source the scan's tasks write the rows they read (no shuffle of every copied
     # row, each file's rows kept together); the unmatched source rows come in tasks of their own
     straight = read_straight(read) if w.merged_as_read else []
-    out.data_files = write_data_files(w.table_rows(written), w.write, rebalance=not (w.merged_by_key or straight),
+    out.data_files = write_data_files(w.checked_rows(written), w.write, rebalance=not (w.merged_by_key or straight),
                                       read_straight=straight)
     if inserts:
         out.inserted = observed(counts, lambda: new_row_counts(rows)).get("inserted") or 0
@@ -112,11 +112,11 @@ def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     if w.rewrite_rows is not None:
         rows = w.rewrite_rows(read_tasks(w.spark, w.schema, rewritten))
         straight = read_straight(rewritten)
-        return write_data_files(w.table_rows(rows), w.write, rebalance=not straight, read_straight=straight)
+        return write_data_files(w.checked_rows(rows), w.write, rebalance=not straight, read_straight=straight)
     copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), ["_file", "_pos"], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields]))
-    new_rows = w.table_rows(w.tagged.where(new_row()))
+    new_rows = select_sql(w.checked_rows(w.tagged.where(new_row())), [quote(f.name) for f in w.schema.fields])
     return write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
 
 

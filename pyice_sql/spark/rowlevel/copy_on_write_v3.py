@@ -16,6 +16,7 @@ from pyice_sql.core.model.row_lineage import LINEAGE_COLUMNS
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import FILE_COL, POS_COL
 from pyice_sql.spark.read.row_lineage import read_with_lineage
+from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.rowlevel.compile.merge_rows import ROW_ID
 from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, new_row
 from pyice_sql.spark.rowlevel.copy_on_write import changed_rows, read_straight, write_copy_on_write
@@ -31,9 +32,11 @@ def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask]) -> li
     if w.rewrite_rows is not None:  # by predicate: the SQL keeps or resets each row's lineage
         rows = w.rewrite_rows(read_with_lineage(w.spark, w.schema, rewritten))
         straight = read_straight(rewritten)
-        return write_with_lineage(w.table_rows(rows), w.write, rebalance=not straight, read_straight=straight)
+        return write_with_lineage(w.checked_rows(rows), w.write, rebalance=not straight, read_straight=straight)
     copies = (read_with_lineage(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), [FILE_COL, POS_COL], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields], *LINEAGE_COLUMNS))
     new_rows = with_row_ids(w.tagged.where(new_row()), ROW_ID)
-    return write_with_lineage(w.table_rows(new_rows).unionByName(copies), w.write)
+    new_rows = select_sql(w.checked_rows(new_rows), [quote(n) for n in (*(f.name for f in w.schema.fields),
+                                                                        *LINEAGE_COLUMNS)])
+    return write_with_lineage(new_rows.unionByName(copies), w.write)

@@ -372,10 +372,8 @@ class RowLevelExecutor:
                 self._persisted.append(rows.persist())
         if plan.mode != "merge-on-read" and not by_predicate and not merge_again:
             read_twice(tagged)
-        lineage = LINEAGE_COLUMNS if v3 else ()  # format v3: moved rows keep their _row_id
         w = RowLevelWrite(self.spark, plan, schema, tagged, tuple(tasks), self.session.runtime.write_context(table),
-                          lambda rows: enforce_not_null(table, select_sql(
-                              rows, [quote(n) for n in (*(f.name for f in schema.fields), *lineage)])),
+                          lambda rows: enforce_not_null(table, rows),
                           (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
                           if by_predicate else None, merge_rows, file_ordinals=file_path is not None,
                           read_twice=read_twice,

@@ -83,7 +83,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
     data_files, counted = write_new_rows(
-        w, lambda rows, n: write_data_files(w.table_rows(rows), w.write, rebalance=True, known_rows=n),
+        w, lambda rows, n: write_data_files(w.checked_rows(rows), w.write, rebalance=True, known_rows=n),
         counts if delete_files else None)
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
@@ -128,7 +128,7 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")
     counting = _counting(w, check, False, counts, ((UPDATE, "updated"), (INSERT, "inserted"), (DELETE, "deleted")))
     delete_files, data_files = write_position_deletes_along(
-        rows, targets, w.write, counting, in_tasks, lambda rows: write_data_files(w.table_rows(rows), w.write, in_place=True))
+        rows, targets, w.write, counting, in_tasks, lambda rows: write_data_files(w.checked_rows(rows), w.write, in_place=True))
     if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
         return Written()
     counted = observed(counts, lambda: {**new_row_counts(w.tagged), **deleted_count(w.tagged)})

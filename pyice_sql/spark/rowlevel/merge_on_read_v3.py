@@ -30,7 +30,7 @@ def write_merge_on_read_v3(w: RowLevelWrite) -> Written:
                       f"{CARDINALITY_MARKER}: a target row matched more than one source row" if check else None)
     delete_files, replaced, deleted = write_deletion_vectors(w.spark, changes, list(w.tasks), w.write)
     data_files, counted = write_new_rows(
-        w, lambda rows, n: write_with_lineage(w.table_rows(with_row_ids(rows, ROW_ID)), w.write, known_rows=n),
+        w, lambda rows, n: write_with_lineage(w.checked_rows(with_row_ids(rows, ROW_ID)), w.write, known_rows=n),
         counts if delete_files else None)
     return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0,
                    data_files=data_files, delete_files=delete_files, folded=replaced,

@@ -32,8 +32,8 @@ def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
     null for an inserted row; absent when the statement updates nothing) and a null
     `_last_updated_sequence_number`."""
     row_id = F.col(carried) if carried in frame_schema(rows).names else F.lit(None)
-    return rows.withColumn(ROW_ID.name, row_id.cast("long")).withColumn(
-        LAST_UPDATED_SEQUENCE_NUMBER.name, F.lit(None).cast("long"))
+    return rows.withColumns({ROW_ID.name: row_id.cast("long"),  # one analysis, not two
+                             LAST_UPDATED_SEQUENCE_NUMBER.name: F.lit(None).cast("long")})
 
 
 def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True,
