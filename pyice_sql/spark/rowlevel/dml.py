@@ -34,7 +34,7 @@ from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadat
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, FILE_ORDINAL, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_KEEPING_JOIN,
-    TARGET_MARK, rewrite_select, tagged_select, unmatched_source_select, value_name, value_probe_select,
+    rewrite_select, tagged_select, unmatched_source_select, value_name, value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.key_filter import key_row_filter, pairing_rows, shim_key_range
 from pyice_sql.spark.rowlevel.compile.store_assignment import check_values, known_value_types
@@ -288,8 +288,7 @@ class RowLevelExecutor:
                                                                   row_filter=row_filter)
             if pairing:
                 rows = pairing_rows(rows, source, plan.source_key_columns, schema)
-            return (rows.withColumn(TARGET_MARK, F.lit(True)),
-                    paths_by_ordinal(self.spark, [t.file.file_path for t in read], F.col(FILE)))
+            return (rows, paths_by_ordinal(self.spark, [t.file.file_path for t in read], F.col(FILE)))
 
         # A copy-on-write MERGE's second pass reads whole the files its first pass found: it reuses
         # the first pass's scan, taken before the key filter, instead of building another. Where
@@ -329,9 +328,9 @@ class RowLevelExecutor:
             return rows, target_view if rows is target else self._view(rows), paths
 
         if source is not None:
-            source = source.withColumn(SOURCE_MARK, F.lit(True))
-            if plan.broadcast_source:  # ids stay the same on each read of the persisted source
-                source = source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
+            # one projection, one analysis; ids stay the same on each read of the persisted source
+            source = source.withColumns({SOURCE_MARK: F.lit(True), **(
+                {SOURCE_ROW: F.monotonically_increasing_id()} if plan.broadcast_source else {})})
             source_view = self._view(F.broadcast(source) if plan.broadcast_source else source)
         else:
             source_view = None

@@ -1,13 +1,14 @@
 """MergeRows compiled to Spark SQL: one SELECT that joins and tags every row.
 
-The generated query reads the target scan view (with `_file`, `_pos` and a presence marker)
-and, for MERGE, the source view (with its own marker), joined as the plan says. Per row it
-computes `__row_operation` with one CASE chain over the clauses in order — the first clause
-whose kind (matched / not matched / not matched by source) and condition hold wins — and the
-new value of every target column with the same chain (a clause that fires without assigning
-a column keeps its current value), so Spark evaluates each value only in the branch that fires
-(no spurious errors from clauses that do not apply). It is plain SQL over views: user
-expressions resolve against the user's aliases with Spark's own rules.
+The generated query reads the target scan view (with `_file` and `_pos`, never null on a target
+row, so `_pos` is its presence test) and, for MERGE, the source view (with a presence marker),
+joined as the plan says. Per row it computes `__row_operation` with one CASE chain over the
+clauses in order — the first clause whose kind (matched / not matched / not matched by source)
+and condition hold wins — and the new value of every target column with the same chain (a
+clause that fires without assigning a column keeps its current value), so Spark evaluates each
+value only in the branch that fires (no spurious errors from clauses that do not apply). It is
+plain SQL over views: user expressions resolve against the user's aliases with Spark's own
+rules.
 
 A MERGE whose plan broadcasts the source (rules/join_type.py) runs the same SELECT twice, as a
 UNION ALL: over the matched side's join (inner, or left outer with NOT MATCHED BY SOURCE), which
@@ -27,7 +28,7 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.nodes import INSERT, MATCHED, NOT_MATCHED, UPDATE, RowLevelPlan
 from pyice_sql.core.sql.dialect import quote_identifier as _q
 
-TARGET_MARK, SOURCE_MARK = "__pyice_t", "__pyice_s"
+SOURCE_MARK = "__pyice_s"
 OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
 FILE_ORDINAL = "__file_ordinal"  # the row's data file as its index in the tasks read (when rows carry it)
 MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair that satisfied ON
@@ -48,7 +49,7 @@ def _sql(e: exp.Expression) -> str:
 def _kind_test(plan: RowLevelPlan, kind: str) -> str:
     if plan.source is None:
         return "TRUE"
-    t, s = f"{_q(plan.target_alias)}.{TARGET_MARK}", f"{_q(plan.source_alias)}.{SOURCE_MARK}"
+    t, s = f"{_q(plan.target_alias)}.`_pos`", f"{_q(plan.source_alias)}.{SOURCE_MARK}"
     if kind == MATCHED:
         return f"({t} IS NOT NULL AND {s} IS NOT NULL)"
     if kind == NOT_MATCHED:
