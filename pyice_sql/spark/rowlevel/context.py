@@ -120,7 +120,7 @@ def write_new_rows(w: RowLevelWrite, write: Callable[[DataFrame, int | None], li
     one task. Otherwise they are observed by this write itself."""
     if not w.writes_rows:
         return [], {}
-    rows = w.tagged.where(new_row())
+    rows = tagged_new_rows(w)
     counted = observed(counts, dict) if counts is not None else {}
     if counted:
         new = (counted["updated"] or 0) + (counted["inserted"] or 0)
@@ -160,6 +160,21 @@ def new_row_counts(tagged: DataFrame) -> dict:
 # (spark/frames.py); they are built several times per statement.
 ACTING_SQL = f"{OP} IN ({DELETE}, {UPDATE})"  # the row deletes or updates its target row
 NEW_ROW_SQL = f"{OP} IN ({UPDATE}, {INSERT})"  # the row is written as a new row: an update's values, or an insert
+
+
+def acting_rows(w: RowLevelWrite, condition: Column, tagged: DataFrame | None = None) -> DataFrame:
+    """`tagged` (by default the statement's tagged rows) where `condition` holds, a condition true
+    of every row that deletes or updates. An UPDATE or DELETE tags only the rows its WHERE selects,
+    each with its one unconditional action: there every row holds, and the filter (one more
+    analysis of the whole plan) is left out."""
+    rows = w.tagged if tagged is None else tagged
+    return rows if w.plan.source is None else rows.where(condition)
+
+
+def tagged_new_rows(w: RowLevelWrite) -> DataFrame:
+    """The tagged rows written as new rows (an update's values, an insert): all of an UPDATE's
+    (see `acting_rows`)."""
+    return w.tagged if w.plan.source is None and w.writes_rows else w.tagged.where(new_row())
 
 
 def acting() -> Column:

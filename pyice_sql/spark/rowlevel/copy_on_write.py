@@ -46,7 +46,8 @@ from pyice_sql.spark.read.reader import read_tasks
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, MATCHED_PAIR, OP, POS
 from pyice_sql.spark.rowlevel.context import (
-    ACTING_SQL, RowLevelWrite, Written, acting, matched, new_row, new_row_counts, observed, op_count,
+    ACTING_SQL, RowLevelWrite, Written, acting, acting_rows, matched, new_row_counts, observed, op_count,
+    tagged_new_rows,
 )
 from pyice_sql.spark.write.data_writer import quote, write_data_files
 
@@ -105,7 +106,7 @@ def _merge_again(w: RowLevelWrite, per_file: list, out: Written) -> Written:
 
 def changed_rows(w: RowLevelWrite) -> DataFrame:
     """The (`_file`, `_pos`) of every target row an action changed: not copied by the rewrite."""
-    return w.tagged.where(acting()).select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
+    return acting_rows(w, acting()).select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
 
 
 def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
@@ -116,7 +117,7 @@ def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), ["_file", "_pos"], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields]))
-    new_rows = select_sql(w.checked_rows(w.tagged.where(new_row())), [quote(f.name) for f in w.schema.fields])
+    new_rows = select_sql(w.checked_rows(tagged_new_rows(w)), [quote(f.name) for f in w.schema.fields])
     return write_data_files(new_rows.unionByName(copies), w.write, rebalance=True)
 
 

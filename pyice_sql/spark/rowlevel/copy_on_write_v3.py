@@ -18,7 +18,7 @@ from pyice_sql.spark.read.reader import FILE_COL, POS_COL
 from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.rowlevel.compile.merge_rows import ROW_ID
-from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, new_row
+from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, tagged_new_rows
 from pyice_sql.spark.rowlevel.copy_on_write import changed_rows, read_straight, write_copy_on_write
 from pyice_sql.spark.write.data_writer import quote
 from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
@@ -36,7 +36,7 @@ def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask]) -> li
     copies = (read_with_lineage(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), [FILE_COL, POS_COL], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields], *LINEAGE_COLUMNS))
-    new_rows = with_row_ids(w.tagged.where(new_row()), ROW_ID)
+    new_rows = with_row_ids(tagged_new_rows(w), ROW_ID)
     new_rows = select_sql(w.checked_rows(new_rows), [quote(n) for n in (*(f.name for f in w.schema.fields),
                                                                         *LINEAGE_COLUMNS)])
     return write_with_lineage(new_rows.unionByName(copies), w.write)

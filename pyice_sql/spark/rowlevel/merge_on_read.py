@@ -39,8 +39,8 @@ from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS
 from pyice_sql.spark.rowlevel.context import (
-    ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, counting_new_rows, deleted_count,
-    file_scoped_deletes, matched, new_row, new_row_counts, observed, op_count, write_new_rows,
+    ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, acting_rows, counting_new_rows,
+    deleted_count, file_scoped_deletes, matched, new_row, new_row_counts, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import files_read_whole, quote, split_size, write_data_files
 from pyice_sql.spark.write.delete_writer import (
@@ -67,7 +67,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
         w.read_twice(w.tagged)
     # the new rows' counts are observed by the delete write, for the data write (none to write: no counts)
     tagged, counts = counting_new_rows(w) if w.writes_rows else (w.tagged, None)
-    rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
+    rows = acting_rows(w, acting() | matched(w.plan) if check else acting(), tagged).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP), F.lit(False).alias(OLD),
         *([F.col(FILE_ORDINAL)] if by_ordinal and in_tasks is not None else []))
     unioned = bool(folded) and in_tasks is None
@@ -122,7 +122,7 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     new = new_row()
     # only what the shuffle, the per-file step and the data write read: the tagged rows' other
     # columns would widen the shuffle and the shim's row conversion, and every plan over them
-    rows = select_sql(w.tagged.where(acting() | new | matched(w.plan) if check else acting() | new), [
+    rows = select_sql(acting_rows(w, acting() | new | matched(w.plan) if check else acting() | new), [
         *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields),
         OP, f"false AS {OLD}"])
     counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyice_sql.core.plan.nodes import DELETE
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS, ROW_ID
 from pyice_sql.spark.rowlevel.context import (
-    CARDINALITY_MARKER, RowLevelWrite, Written, acting, counting_new_rows, matched, write_new_rows,
+    CARDINALITY_MARKER, RowLevelWrite, Written, acting, acting_rows, counting_new_rows, matched, write_new_rows,
 )
 from pyice_sql.spark.write.dv_writer import Changes, write_deletion_vectors
 from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
@@ -24,7 +24,7 @@ def write_merge_on_read_v3(w: RowLevelWrite) -> Written:
     if w.writes_rows:  # the deletion vector write, then the data write
         w.read_twice(w.tagged)
     tagged, counts = counting_new_rows(w)
-    rows = tagged.where(acting() | matched(w.plan) if check else acting()).select(
+    rows = acting_rows(w, acting() | matched(w.plan) if check else acting(), tagged).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP))
     changes = Changes(rows, F.col(OP) == DELETE, acting(),
                       f"{CARDINALITY_MARKER}: a target row matched more than one source row" if check else None)
