@@ -46,6 +46,11 @@ DELETE_POS = T.StructField("pos", T.LongType(), False, {FIELD_ID_KEY: 2147483545
 _KEY = "__path_key"
 _SPARK_PATH = "__spark_path"  # `_metadata.file_path` as Spark reports it
 _FILE_SIZE = "__file_size"  # `_metadata.file_size`
+# the row's file: its size and Spark's spelling of its path (file_keys.scan_keys picks the key; the
+# path is pruned from the scan when unused), and its position
+_ROW_ID = [f"_metadata.file_path AS {_SPARK_PATH}", f"_metadata.file_size AS {_FILE_SIZE}",
+           f"_metadata.row_index AS {POS_COL}"]
+_LIVE = "__live"  # `identified`'s key of the position-delete filter
 # the facts of a scanned row's data file, by which it is written back (`_file`, `_spec_id`,
 # `_partition`), its position deletes joined (`__path_key`), its equality deletes scoped (`_seq`)
 # and its row ids inherited (`__first_row_id`)
@@ -162,30 +167,13 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
                                  frozenset(f.field_id for f in read_as_initial_default(schema, t.written_schema)))
         groups.setdefault(read_schemas[key], []).append(t.file.file_path)
     row_identity = with_metadata or bool(deletes)
-    # the row's file: its size and Spark's spelling of its path (file_keys.scan_keys picks the key;
-    # the path is pruned from the scan when unused)
-    row_id = [f"_metadata.file_path AS {_SPARK_PATH}", f"_metadata.file_size AS {_FILE_SIZE}",
-              f"_metadata.row_index AS {POS_COL}"]
     parts: list[tuple[DataFrame, list[str]]] = []
-    frames = []
     for (read_schema, defaulted), paths in groups.items():
         part = _read_parquet(spark, schema_to_spark(read_schema or schema, with_ids), paths)
         if (read_schema is None and not defaulted and not (row_identity or live_flag or row_filter)
                 and len(groups) == 1):
             return part
         parts.append((part, paths))
-        if read_schema is None and not defaulted:  # as written: the columns by name, in one round trip
-            frames.append(select_sql(part, names + (row_id if row_identity else [])))
-            continue
-        cols = [F.col(n) for n in names] if read_schema is None else [
-            F.col(n).cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for n, f in zip(names, schema.fields)]
-        cols = [F.expr(default_sql(f.type, f.initial_default, f.name).sql(dialect="spark")).alias(f.name)
-                if f.field_id in defaulted else c for c, f in zip(cols, schema.fields)]
-        frames.append(part.select(*cols, *[F.expr(e) for e in (row_id if row_identity else [])]))
-    data = functools.reduce(DataFrame.union, frames)
-    keep = F.expr(row_filter) if row_filter is not None else None
-    if not row_identity and not live_flag:
-        return data if keep is None else data.where(keep)
 
     @functools.cache
     def spellings() -> dict[str, str]:
@@ -197,15 +185,52 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     # are distinct, else a small table joined on the path; a position-delete join then matches rows
     # by their `__path_key`, so it needs no table of its own
     keyed = with_metadata or bool(eq_deletes)
-    keys = key = None
-    if row_identity:
-        found = scan_keys(spark, tasks, spellings, F.col(_FILE_SIZE), F.col(_SPARK_PATH))
-        if found is not None:
-            keys, key = found
-    # the columns over the row's file key (the live flag, the facts), added in one projection: every
-    # DataFrame operation is an analysis of the whole plan on the driver (~10-15 ms each)
-    added: dict[str, Column] = {}
-    live = live_rows(spark, tasks, keys, key, F.col(POS_COL)) if pos_deletes and keys else None
+    facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
+              t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)]
+
+    def identified(size: Column, path: Column, pos: Column) -> tuple[dict[str, Column], bool]:
+        """The columns over the row's file (its `_metadata.file_size` and `file_path` as `size`,
+        `path`) and `pos` that the rows get (the live flag or filter, the facts), and whether they
+        are all there is: no join to apply deletes or find facts by the path follows."""
+        keys = key = looked_up = live = None
+        if row_identity:
+            found = scan_keys(spark, tasks, spellings, size, path)
+            if found is not None:
+                keys, key = found
+        if pos_deletes and keys:
+            live = live_rows(spark, tasks, keys, key, pos)
+        if keyed and keys is not None:
+            looked_up = lookup_facts(spark, dict(zip(keys, facts)), [f.dataType.simpleString() for f in _FACTS], key)
+        added = {} if looked_up is None else {f.name: c for c, f in zip(looked_up, _FACTS)}
+        if live is not None:
+            added[_LIVE] = live
+        return added, (live is not None or not pos_deletes) and not eq_deletes and (looked_up is not None or not keyed)
+
+    # Where one group read as written reaches the final projection with nothing joined, the row's
+    # file and position are its `_metadata` fields, read there: a projection naming them first
+    # would be one more analysis of the whole plan on the driver (~10-15 ms each)
+    as_written = [read_schema is None and not defaulted for read_schema, defaulted in groups]
+    direct = row_identity and as_written == [True]
+    if direct:
+        added, direct = identified(*(F.col(f"_metadata.{c}") for c in ("file_size", "file_path", "row_index")))
+    if not direct:
+        added, _ = identified(F.col(_FILE_SIZE), F.col(_SPARK_PATH), F.col(POS_COL))
+    frames = []
+    for (part, _), (read_schema, defaulted), whole in zip(parts, groups, as_written):
+        if whole:  # as written: the columns by name, in one round trip
+            frames.append(part if direct else select_sql(part, names + (_ROW_ID if row_identity else [])))
+            continue
+        cols = [F.col(n) for n in names] if read_schema is None else [
+            F.col(n).cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for n, f in zip(names, schema.fields)]
+        cols = [F.expr(default_sql(f.type, f.initial_default, f.name).sql(dialect="spark")).alias(f.name)
+                if f.field_id in defaulted else c for c, f in zip(cols, schema.fields)]
+        frames.append(part.select(*cols, *[F.expr(e) for e in (_ROW_ID if row_identity else [])]))
+    data = functools.reduce(DataFrame.union, frames)
+    keep = F.expr(row_filter) if row_filter is not None else None
+    if not row_identity and not live_flag:
+        return data if keep is None else data.where(keep)
+    # the live flag: a column the caller filters on, or part of this filter
+    live = added.pop(_LIVE, None)
     if live is not None:
         pos_deletes = []
         if live_flag:
@@ -216,23 +241,17 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         added[live_flag] = F.lit(True)  # deletes (if any) are applied by the joins below
     if keep is not None:
         data = data.where(keep)
-    if keyed:
-        facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
-                  t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)]
-        looked_up = lookup_facts(spark, dict(zip(keys, facts)), [f.dataType.simpleString() for f in _FACTS],
-                                 key) if keys is not None else None
-        if looked_up is not None:
-            added.update((f.name, c) for c, f in zip(looked_up, _FACTS))
-        else:
-            files = local_rows(spark, [(spellings()[t.file.file_path], *f) for t, f in zip(tasks, facts)],
-                               T.StructType([T.StructField(_SPARK_PATH, T.StringType()), *_FACTS]))
-            data = data.join(F.broadcast(files), _SPARK_PATH)
+    if keyed and not any(f.name in added for f in _FACTS):
+        files = local_rows(spark, [(spellings()[t.file.file_path], *f) for t, f in zip(tasks, facts)],
+                           T.StructType([T.StructField(_SPARK_PATH, T.StringType()), *_FACTS]))
+        data = data.join(F.broadcast(files), _SPARK_PATH)
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
     extra = [*meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []), *([FILE_ORDINAL_COL] if file_ordinal else []),
              *([live_flag] if live_flag else [])]
-    if not pos_deletes and not eq_deletes and all(c in added or c == POS_COL for c in extra):
+    if direct or not pos_deletes and not eq_deletes and all(c in added or c == POS_COL for c in extra):
         # nothing joined after them: the added columns are computed in the final projection
-        return select_sql(data, names, [added[c].alias(c) if c in added else F.col(POS_COL) for c in extra])
+        pos = F.col("_metadata.row_index" if direct else POS_COL)
+        return select_sql(data, names, [added[c].alias(c) if c in added else pos.alias(c) for c in extra])
     if added:
         data = data.select("*", *[c.alias(n) for n, c in added.items()])
     if pos_deletes:
