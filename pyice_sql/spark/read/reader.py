@@ -186,7 +186,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     # by their `__path_key`, so it needs no table of its own
     keyed = with_metadata or bool(eq_deletes)
     facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
-              t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)]
+              t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)] if keyed else []
 
     def identified(size: Column, path: Column, pos: Column) -> tuple[dict[str, Column], bool]:
         """The columns over the row's file (its `_metadata.file_size` and `file_path` as `size`,
