@@ -50,7 +50,6 @@ _FILE_SIZE = "__file_size"  # `_metadata.file_size`
 # path is pruned from the scan when unused), and its position
 _ROW_ID = [f"_metadata.file_path AS {_SPARK_PATH}", f"_metadata.file_size AS {_FILE_SIZE}",
            f"_metadata.row_index AS {POS_COL}"]
-_LIVE = "__live"  # `identified`'s key of the position-delete filter
 # the facts of a scanned row's data file, by which it is written back (`_file`, `_spec_id`,
 # `_partition`), its position deletes joined (`__path_key`), its equality deletes scoped (`_seq`)
 # and its row ids inherited (`__first_row_id`)
@@ -188,10 +187,10 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     facts = [(t.file.file_path, local_key(t.file.file_path), t.file.spec_id, partition_key(t.file),
               t.data_sequence_number, t.file.first_row_id, i) for i, t in enumerate(tasks)] if keyed else []
 
-    def identified(size: Column, path: Column, pos: Column) -> tuple[dict[str, Column], bool]:
-        """The columns over the row's file (its `_metadata.file_size` and `file_path` as `size`,
-        `path`) and `pos` that the rows get (the live flag or filter, the facts), and whether they
-        are all there is: no join to apply deletes or find facts by the path follows."""
+    def identified(size: Column, path: Column, pos: Column) -> tuple[dict[str, Column], Column | None, bool]:
+        """Over the row's file (its `_metadata.file_size` and `file_path` as `size`, `path`) and
+        `pos`: the facts' columns (none: they are joined by the path), the position-delete filter
+        (None: the deletes are joined), and whether those are all there is (no join follows)."""
         keys = key = looked_up = live = None
         if row_identity:
             found = scan_keys(spark, tasks, spellings, size, path)
@@ -201,10 +200,9 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
             live = live_rows(spark, tasks, keys, key, pos)
         if keyed and keys is not None:
             looked_up = lookup_facts(spark, dict(zip(keys, facts)), [f.dataType.simpleString() for f in _FACTS], key)
-        added = {} if looked_up is None else {f.name: c for c, f in zip(looked_up, _FACTS)}
-        if live is not None:
-            added[_LIVE] = live
-        return added, (live is not None or not pos_deletes) and not eq_deletes and (looked_up is not None or not keyed)
+        found_facts = {} if looked_up is None else {f.name: c for c, f in zip(looked_up, _FACTS)}
+        return (found_facts, live,
+                (live is not None or not pos_deletes) and not eq_deletes and (looked_up is not None or not keyed))
 
     # Where one group read as written reaches the final projection with nothing joined, the row's
     # file and position are its `_metadata` fields, read there: a projection naming them first
@@ -212,9 +210,9 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     as_written = [read_schema is None and not defaulted for read_schema, defaulted in groups]
     direct = row_identity and as_written == [True]
     if direct:
-        added, direct = identified(*(F.col(f"_metadata.{c}") for c in ("file_size", "file_path", "row_index")))
+        added, live, direct = identified(*(F.col(f"_metadata.{c}") for c in ("file_size", "file_path", "row_index")))
     if not direct:
-        added, _ = identified(F.col(_FILE_SIZE), F.col(_SPARK_PATH), F.col(POS_COL))
+        added, live, _ = identified(F.col(_FILE_SIZE), F.col(_SPARK_PATH), F.col(POS_COL))
     frames = []
     for (part, _), (read_schema, defaulted), whole in zip(parts, groups, as_written):
         if whole:  # as written: the columns by name, in one round trip
@@ -229,8 +227,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     keep = F.expr(row_filter) if row_filter is not None else None
     if not row_identity and not live_flag:
         return data if keep is None else data.where(keep)
-    # the live flag: a column the caller filters on, or part of this filter
-    live = added.pop(_LIVE, None)
+    # the position-delete filter: a column the caller filters on (the live flag), or part of this filter
     if live is not None:
         pos_deletes = []
         if live_flag:
@@ -241,7 +238,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         added[live_flag] = F.lit(True)  # deletes (if any) are applied by the joins below
     if keep is not None:
         data = data.where(keep)
-    if keyed and not any(f.name in added for f in _FACTS):
+    if keyed and FILE_COL not in added:  # no facts looked up: joined by the path
         files = local_rows(spark, [(spellings()[t.file.file_path], *f) for t, f in zip(tasks, facts)],
                            T.StructType([T.StructField(_SPARK_PATH, T.StringType()), *_FACTS]))
         data = data.join(F.broadcast(files), _SPARK_PATH)
