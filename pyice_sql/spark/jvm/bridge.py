@@ -478,6 +478,11 @@ class ShimHandle:
         """The footer summaries (a JSON array) of the delete files written along a data file write."""
         return self._call_text("PositionDeleteWriter", "summaries", along)
 
+    def along_counts(self, along: Any) -> dict[str, int]:
+        """PositionDeleteWriter.counts: the rows updated, deleted and inserted that went by the filter of
+        `along` in the tasks of the data file write, once it has run."""
+        return self._call_json("PositionDeleteWriter", "counts", along)
+
     def deleted_positions(self, spec: str, path: Any) -> Any:
         """The JVM Column of PositionDeleteFilter.deletedPositions over the JVM column `path` (see
         read/file_keys.py for `spec`)."""

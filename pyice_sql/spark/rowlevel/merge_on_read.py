@@ -4,8 +4,8 @@ Two write jobs and no pass before them. The delete write groups the changed targ
 data file and position (the shuffle it needs anyway); over that order one window drops a row
 changed twice (a lone unconditional DELETE matched by several source rows) or, when MERGE must
 check cardinality, fails the job on a target row in two matched pairs. The counts of the
-result row are Spark observations of the two writes, and the files touched are the ones that
-got a delete file. The existing file-scoped position deletes of a data file that gets new
+result row are Spark observations of the two writes (of the one job: see below), and the files
+touched are the ones that got a delete file. The existing file-scoped position deletes of a data file that gets new
 deletes are folded into its new delete file, so a reader opens at most one delete file per data
 file (as Iceberg Java 1.10 does for v2 tables): the JVM shim's delete writer reads them in the
 write task for that file only (write/delete_writer.py); with Spark's writer (no shim), those of
@@ -16,8 +16,9 @@ over a small source (`RowLevelPlan.small_source`: few inserts) write both in one
 grouped for the delete write go on, with their new values, to the data write, whose tasks write
 the delete files as they stream by (Iceberg Java's delta writer), so the tagged rows are neither
 cached nor read twice. Inserted rows have no data file: they ride in the task of the rows without
-one. A MERGE over a large source keeps two jobs: its inserts go to the data write's own
-advisory-size tasks, never all into one task of the delete write.
+one. The delete writer counts the rows as they go by, so that job needs no observation. A MERGE
+over a large source keeps two jobs: its inserts go to the data write's own advisory-size tasks,
+never all into one task of the delete write.
 
 A DELETE has no join: where the scan reads each data file whole in one task
 (`data_writer.files_read_whole` sets the splits for the write) its rows reach the delete writer
@@ -34,13 +35,13 @@ from contextlib import nullcontext
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
 from pyice_sql.core.model.manifest import DataFile, FileContent
-from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
+from pyice_sql.core.plan.nodes import DELETE, INSERT
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS
 from pyice_sql.spark.rowlevel.context import (
     ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, acting_rows, counting_new_rows,
-    deleted_count, file_scoped_deletes, matched, new_row, new_row_counts, observed, op_count, write_new_rows,
+    deleted_count, file_scoped_deletes, matched, new_row, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import files_read_whole, quote, split_size, write_data_files
 from pyice_sql.spark.write.delete_writer import (
@@ -115,9 +116,9 @@ def _in_one_job(w: RowLevelWrite) -> bool:
 
 def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: InTaskTargets) -> Written:
     """The delete files and the new rows' data files, written by the same tasks (one job). The
-    three counts are one observation of the rows grouped by data file (`_counting`, after MERGE's
-    per-file step, which drops a position changed twice), where every updated, inserted or deleted
-    row passes once."""
+    three counts come from the in-task writer, which sees every updated, inserted or deleted row
+    once (after MERGE's per-file step, which drops a position changed twice): no observation, whose
+    plan Spark would analyse once more."""
     check = w.checks_cardinality
     new = new_row()
     # only what the shuffle, the per-file step and the data write read: the tagged rows' other
@@ -125,13 +126,12 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     rows = select_sql(acting_rows(w, acting() | new | matched(w.plan) if check else acting() | new), [
         *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields),
         OP, f"false AS {OLD}"])
-    counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")
-    counting = _counting(w, check, False, counts, ((UPDATE, "updated"), (INSERT, "inserted"), (DELETE, "deleted")))
-    delete_files, data_files = write_position_deletes_along(
-        rows, targets, w.write, counting, in_tasks, lambda rows: write_data_files(w.checked_rows(rows), w.write, in_place=True))
+    # an UPDATE or DELETE changes each target row once: nothing to do per file
+    once: PerFile | None = None if w.plan.source is None else lambda rows, window: per_file(rows, window, check, False)
+    delete_files, data_files, counted = write_position_deletes_along(
+        rows, targets, w.write, once, in_tasks, lambda rows: write_data_files(w.checked_rows(rows), w.write, in_place=True))
     if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
         return Written()
-    counted = observed(counts, lambda: {**new_row_counts(w.tagged), **deleted_count(w.tagged)})
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
     return Written(updated=counted.get("updated") or 0, deleted=counted.get("deleted") or 0,
                    inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,

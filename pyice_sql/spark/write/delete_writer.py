@@ -132,17 +132,28 @@ def along_columns(in_tasks: InTaskTargets, path: str, pos: str, deletes: str, em
             f"{deletes} AS {_DELETES}", f"{emits} AS {_EMITS}"]
 
 
+class WrittenAlong(NamedTuple):
+    """What `write_position_deletes_along` wrote, and the rows that went by its filter: `counts` maps
+    `updated` (a row deleting a position and going on), `deleted` (deleting only) and `inserted`
+    (going on only) to their numbers."""
+
+    delete_files: list[DataFile]
+    data_files: list[DataFile]
+    counts: dict[str, int]
+
+
 def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
                                  per_file: PerFile | None, in_tasks: InTaskTargets,
-                                 write_rows: Callable[[DataFrame], list[DataFile]]
-                                 ) -> tuple[list[DataFile], list[DataFile]]:
+                                 write_rows: Callable[[DataFrame], list[DataFile]]) -> WrittenAlong:
     """The in-task writer inside the data file write, as Iceberg Java's delta writer: `rows`
     (leading columns `along_columns`, then the new row's) are grouped by data file as for
     `write_position_deletes`, and the rows of no data file (inserted rows: no key) all go to one
     task; the position of each row whose `deletes` column holds goes to the delete files, and the
     rows whose `emits` column holds go on to `write_rows` (with every column: it takes the
     table's), whose tasks write the delete files as they go. One write job instead of two, and the
-    rows are not cached between them. Returns (delete files, data files)."""
+    rows are not cached between them. The rows are counted as they go by (`WrittenAlong`), so the
+    caller needs no observation of its own: each changed position must reach the filter once
+    (`per_file` drops a second one)."""
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = rows.sparkSession
@@ -152,7 +163,8 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
     data_files: list[DataFile] = []
     try:
         data_files = write_rows(type(rows)(along.rows(), spark))  # pyspark's classic DataFrame of a JVM one
-        return _described(shim.delete_file_summaries(along), targets, outputs), data_files
+        return WrittenAlong(_described(shim.delete_file_summaries(along), targets, outputs), data_files,
+                            shim.along_counts(along))
     except BaseException:
         _delete_planned(ctx, outputs)
         for f in data_files:

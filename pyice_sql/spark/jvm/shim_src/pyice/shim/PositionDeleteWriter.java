@@ -37,6 +37,7 @@ import org.apache.spark.sql.api.java.UDF4;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.util.CollectionAccumulator;
+import org.apache.spark.util.LongAccumulator;
 import org.apache.spark.util.TaskCompletionListener;
 import org.apache.spark.util.TaskFailureListener;
 
@@ -106,13 +107,18 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * delete files as a side effect. {@code rows} are {@code (key, pos, deletes, emits, ...)}, partitioned
      * and sorted as for {@link #write}: {@code deletes} says the row's position is deleted, {@code emits} that the
      * row goes on (all its columns); a row that deletes nothing may have no key or position (an inserted
-     * row). Read the footer summaries with {@link #summaries} once that job has run.
+     * row). Read the footer summaries with {@link #summaries} and the rows' counts with {@link #counts} once that
+     * job has run.
      */
     public static Along along(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
                               String codec) throws IOException {
         SparkSession spark = rows.sparkSession();
         CollectionAccumulator<String> written = spark.sparkContext().collectionAccumulator("pyice deletes");
-        AlongDeletes deletes = ship(rows, targets, previousSpec, conf, codec).new AlongDeletes(written);
+        LongAccumulator[] counts = new LongAccumulator[COUNTED.length];
+        for (int i = 0; i < counts.length; i++) {
+            counts[i] = spark.sparkContext().longAccumulator("pyice " + COUNTED[i]);
+        }
+        AlongDeletes deletes = ship(rows, targets, previousSpec, conf, codec).new AlongDeletes(written, counts);
         String[] names = rows.columns();
         Column[] args = new Column[4];
         for (int i = 0; i < args.length; i++) {  // an inserted row has no key or position: it deletes nothing
@@ -122,7 +128,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         String name = ShimFunctions.register(spark, deletes);
         Column goesOn = name != null ? functions.call_function(name, args)
             : functions.udf(deletes.new AsUdf(), DataTypes.BooleanType).asNondeterministic().apply(args);
-        return new Along(rows.where(goesOn), written);
+        return new Along(rows.where(goesOn), written, counts);
     }
 
     /** The footer summaries, a JSON array, of the delete files that the tasks of {@code along}'s job wrote. */
@@ -130,14 +136,34 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         return "[" + String.join(",", along.written.value()) + "]";
     }
 
+    /**
+     * The rows that went by {@code along}'s filter in the tasks of its job, as a JSON object of {@link #COUNTED}:
+     * a row that deletes a position and goes on updated its target row, one that only deletes deleted it, one
+     * that only goes on is inserted (rows that do neither, a MERGE's matched pairs kept for its cardinality
+     * check, are not counted). Exact where each changed target row reaches the filter once (the caller's
+     * per-file step drops a position's second row); counted by tasks that succeeded only, as an observation.
+     */
+    public static String counts(Along along) {
+        StringBuilder out = new StringBuilder("{");
+        for (int i = 0; i < COUNTED.length; i++) {
+            out.append(i == 0 ? "" : ",").append('"').append(COUNTED[i]).append("\":").append(along.counts[i].sum());
+        }
+        return out.append('}').toString();
+    }
+
+    /** The counts of {@link #counts}, in the order of {@link AlongDeletes}' accumulators. */
+    private static final String[] COUNTED = {"updated", "deleted", "inserted"};
+
     /** What {@link #along} returns: the rows going on, and where their tasks leave their delete files' summaries. */
     public static final class Along {
         private final Dataset<Row> rows;
         private final CollectionAccumulator<String> written;
+        private final LongAccumulator[] counts;
 
-        Along(Dataset<Row> rows, CollectionAccumulator<String> written) {
+        Along(Dataset<Row> rows, CollectionAccumulator<String> written, LongAccumulator[] counts) {
             this.rows = rows;
             this.written = written;
+            this.counts = counts;
         }
 
         public Dataset<Row> rows() {
@@ -245,6 +271,8 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
     public final class AlongDeletes extends RowPredicate {
         private static final long serialVersionUID = 1L;
         private final CollectionAccumulator<String> written;
+        private final LongAccumulator[] counts;  // updated, deleted, inserted: added once per task
+        private transient long[] counted;
         private transient boolean started;
         private transient boolean failed;
         private transient Map<Long, String[]> outputs;
@@ -254,17 +282,21 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         private transient LongList positions;
         private transient Set<Long> keysWritten;
 
-        AlongDeletes(CollectionAccumulator<String> written) {
+        AlongDeletes(CollectionAccumulator<String> written, LongAccumulator[] counts) {
             super("along_deletes", "along_deletes(file key, row position, deletes, emits): writes the task's delete "
                   + "files, keeps the rows that go on", DataTypes.LongType, DataTypes.LongType, DataTypes.BooleanType,
                   DataTypes.BooleanType);
             this.written = written;
+            this.counts = counts;
         }
 
         /** Whether the row goes on to the data file write, called by Spark's generated code. */
         public boolean invoke(long rowKey, long pos, boolean deletes, boolean emits) {
             if (!started) {
                 start();
+            }
+            if (deletes || emits) {  // updated, deleted, inserted (COUNTED's order)
+                counted[deletes ? (emits ? 0 : 1) : 2]++;
             }
             if (deletes) {
                 if (any && rowKey != key) {
@@ -286,6 +318,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
                 throw new UncheckedIOException(e);
             }
             positions = new LongList();
+            counted = new long[counts.length];
             keysWritten = new HashSet<>();
             TaskContext task = TaskContext.get();
             if (task == null) {
@@ -302,6 +335,9 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
                 public void onTaskCompletion(TaskContext context) {
                     if (!failed) {
                         flush();
+                        for (int i = 0; i < counts.length; i++) {
+                            counts[i].add(counted[i]);
+                        }
                     }
                 }
             });
