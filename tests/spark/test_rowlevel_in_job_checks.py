@@ -43,6 +43,17 @@ def test_lone_unconditional_delete_matched_twice_deletes_the_row_once(mor):
     assert _rows(mor) == [(1, "a")]
 
 
+def test_lone_unconditional_delete_matched_twice_with_inserts_deletes_the_row_once(mor):
+    # inserts from a small source: the deletes and the new rows are written in one job, whose in-task
+    # writer drops the second row of position 2 (no cardinality check for a lone unconditional DELETE)
+    mor.spark.createDataFrame([(2, "x"), (2, "y"), (3, "z"), (9, "n")], "id bigint, s string") \
+        .createOrReplaceTempView("d3")
+    out = mor.sql("MERGE INTO local.db.t t USING d3 d ON t.id = d.id "
+                  "WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *").collect()[0]
+    assert (out.num_deleted_rows, out.num_inserted_rows, out.num_affected_rows) == (2, 1, 3)
+    assert _rows(mor) == [(1, "a"), (9, "n")]
+
+
 def test_old_position_deletes_of_a_touched_file_are_folded(mor):
     mor.sql("DELETE FROM local.db.t")
     mor.append("local.db.t", mor.spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id bigint, s string")

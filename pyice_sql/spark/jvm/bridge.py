@@ -469,10 +469,12 @@ class ShimHandle:
         returns their footer summaries, a JSON array (see write/delete_writer.py)."""
         return self._call_text("PositionDeleteWriter", "write", rows, targets, previous, self._conf(), codec)
 
-    def position_delete_files_along(self, rows: Any, targets: str, previous: str | None, codec: str) -> Any:
+    def position_delete_files_along(self, rows: Any, targets: str, previous: str | None, codec: str,
+                                    on_repeat: str | None) -> Any:
         """PositionDeleteWriter.along: the JVM Dataset of the rows of `rows` that go on to a data file write,
-        whose tasks write the delete files; read their summaries with `delete_file_summaries` after it."""
-        return self._call("PositionDeleteWriter", "along", rows, targets, previous, self._conf(), codec)
+        whose tasks write the delete files; read their summaries with `delete_file_summaries` after it. A
+        position's second row fails its task with the message `on_repeat`, or is dropped where it is None."""
+        return self._call("PositionDeleteWriter", "along", rows, targets, previous, self._conf(), codec, on_repeat)
 
     def delete_file_summaries(self, along: Any) -> str:
         """The footer summaries (a JSON array) of the delete files written along a data file write."""

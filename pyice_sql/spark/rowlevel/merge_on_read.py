@@ -16,7 +16,8 @@ over a small source (`RowLevelPlan.small_source`: few inserts) write both in one
 grouped for the delete write go on, with their new values, to the data write, whose tasks write
 the delete files as they stream by (Iceberg Java's delta writer), so the tagged rows are neither
 cached nor read twice. Inserted rows have no data file: they ride in the task of the rows without
-one. The delete writer counts the rows as they go by, so that job needs no observation. A MERGE
+one. There the in-task writer also does the window's work (a position's second row dropped, or
+the job failed on it) and counts the rows as they go by: no window, no observation. A MERGE
 over a large source keeps two jobs: its inserts go to the data write's own advisory-size tasks,
 never all into one task of the delete write.
 
@@ -51,6 +52,7 @@ from pyice_sql.spark.write.delete_writer import (
 OLD = "__old"  # a position from an existing delete file being folded
 _KEEP = "__keep"
 _ROW_COLUMNS = ("_file", "_pos", OLD, _KEEP)  # what the rows of the delete write add to a row's own
+_TWO_PAIRS = f"{CARDINALITY_MARKER}: a target row matched more than one source row"  # a position twice
 
 
 def write_merge_on_read(w: RowLevelWrite) -> Written:
@@ -116,20 +118,18 @@ def _in_one_job(w: RowLevelWrite) -> bool:
 
 def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: InTaskTargets) -> Written:
     """The delete files and the new rows' data files, written by the same tasks (one job). The
-    three counts come from the in-task writer, which sees every updated, inserted or deleted row
-    once (after MERGE's per-file step, which drops a position changed twice): no observation, whose
-    plan Spark would analyse once more."""
+    in-task writer also does MERGE's per-file step (a position's second row fails the job when
+    `check`, else is dropped) and counts the rows, each changed position once: no window and no
+    observation, each one more analysis of the whole plan."""
     check = w.checks_cardinality
     new = new_row()
     # only what the shuffle, the per-file step and the data write read: the tagged rows' other
     # columns would widen the shuffle and the shim's row conversion, and every plan over them
     rows = select_sql(acting_rows(w, acting() | new | matched(w.plan) if check else acting() | new), [
-        *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields),
-        OP, f"false AS {OLD}"])
-    # an UPDATE or DELETE changes each target row once: nothing to do per file
-    once: PerFile | None = None if w.plan.source is None else lambda rows, window: per_file(rows, window, check, False)
+        *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields)])
     delete_files, data_files, counted = write_position_deletes_along(
-        rows, targets, w.write, once, in_tasks, lambda rows: write_data_files(w.checked_rows(rows), w.write, in_place=True))
+        rows, targets, w.write, in_tasks, lambda rows: write_data_files(w.checked_rows(rows), w.write, in_place=True),
+        _TWO_PAIRS if check else None)
     if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
         return Written()
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
@@ -160,8 +160,7 @@ def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) ->
     again = new & F.coalesce(F.lag("_pos").over(window) == F.col("_pos"), F.lit(False))
     written = F.col(OLD) | acting() | (F.col(OP) == INSERT)  # an inserted row has no position: never again
     if check:  # every row is a matched pair or acts on a target row: a position twice is two pairs
-        keep = F.when(again, F.raise_error(F.lit(
-            f"{CARDINALITY_MARKER}: a target row matched more than one source row"))).otherwise(written)
+        keep = F.when(again, F.raise_error(F.lit(_TWO_PAIRS))).otherwise(written)
     else:
         keep = ~again & written
     if folding:

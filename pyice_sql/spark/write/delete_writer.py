@@ -143,23 +143,24 @@ class WrittenAlong(NamedTuple):
 
 
 def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
-                                 per_file: PerFile | None, in_tasks: InTaskTargets,
-                                 write_rows: Callable[[DataFrame], list[DataFile]]) -> WrittenAlong:
+                                 in_tasks: InTaskTargets, write_rows: Callable[[DataFrame], list[DataFile]],
+                                 on_repeat: str | None = None) -> WrittenAlong:
     """The in-task writer inside the data file write, as Iceberg Java's delta writer: `rows`
     (leading columns `along_columns`, then the new row's) are grouped by data file as for
     `write_position_deletes`, and the rows of no data file (inserted rows: no key) all go to one
     task; the position of each row whose `deletes` column holds goes to the delete files, and the
     rows whose `emits` column holds go on to `write_rows` (with every column: it takes the
     table's), whose tasks write the delete files as they go. One write job instead of two, and the
-    rows are not cached between them. The rows are counted as they go by (`WrittenAlong`), so the
-    caller needs no observation of its own: each changed position must reach the filter once
-    (`per_file` drops a second one)."""
+    rows are not cached between them. A position's second row (its target row in a second matched
+    pair of a MERGE) fails the job with the message `on_repeat`, or is dropped where that is None;
+    the rows are counted as they go by (`WrittenAlong`), each changed position once, so the caller
+    needs neither a window over them nor an observation."""
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = rows.sparkSession
-    keyed, outputs, spec = _in_task_rows(rows, targets, ctx, per_file, in_tasks, along=True)
+    keyed, outputs, spec = _in_task_rows(rows, targets, ctx, None, in_tasks, along=True)
     shim = load_shim(spark)
-    along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx))
+    along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx), on_repeat)
     data_files: list[DataFile] = []
     try:
         data_files = write_rows(type(rows)(along.rows(), spark))  # pyspark's classic DataFrame of a JVM one

@@ -106,19 +106,22 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * The rows of {@code rows} that carry a new row, to hand to the data file write, whose tasks then write the
      * delete files as a side effect. {@code rows} are {@code (key, pos, deletes, emits, ...)}, partitioned
      * and sorted as for {@link #write}: {@code deletes} says the row's position is deleted, {@code emits} that the
-     * row goes on (all its columns); a row that deletes nothing may have no key or position (an inserted
-     * row). Read the footer summaries with {@link #summaries} and the rows' counts with {@link #counts} once that
-     * job has run.
+     * row goes on (all its columns); a row that goes on and deletes nothing is an inserted row, with no key or
+     * position; a row that does neither (a MERGE's matched pair kept for its cardinality check) has both. A
+     * position's second row (its target row in a second matched pair) fails the task with {@code onRepeat} as
+     * its message, or, where that is null, is dropped: the position was changed once already. Read the footer
+     * summaries with {@link #summaries} and the rows' counts with {@link #counts} once that job has run.
      */
     public static Along along(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
-                              String codec) throws IOException {
+                              String codec, String onRepeat) throws IOException {
         SparkSession spark = rows.sparkSession();
         CollectionAccumulator<String> written = spark.sparkContext().collectionAccumulator("pyice deletes");
         LongAccumulator[] counts = new LongAccumulator[COUNTED.length];
         for (int i = 0; i < counts.length; i++) {
             counts[i] = spark.sparkContext().longAccumulator("pyice " + COUNTED[i]);
         }
-        AlongDeletes deletes = ship(rows, targets, previousSpec, conf, codec).new AlongDeletes(written, counts);
+        AlongDeletes deletes = ship(rows, targets, previousSpec, conf, codec)
+            .new AlongDeletes(written, counts, onRepeat);
         String[] names = rows.columns();
         Column[] args = new Column[4];
         for (int i = 0; i < args.length; i++) {  // an inserted row has no key or position: it deletes nothing
@@ -140,8 +143,8 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * The rows that went by {@code along}'s filter in the tasks of its job, as a JSON object of {@link #COUNTED}:
      * a row that deletes a position and goes on updated its target row, one that only deletes deleted it, one
      * that only goes on is inserted (rows that do neither, a MERGE's matched pairs kept for its cardinality
-     * check, are not counted). Exact where each changed target row reaches the filter once (the caller's
-     * per-file step drops a position's second row); counted by tasks that succeeded only, as an observation.
+     * check, are not counted), a position's second row neither: each changed target row is counted once. Counted
+     * by tasks that succeeded only, as an observation is.
      */
     public static String counts(Along along) {
         StringBuilder out = new StringBuilder("{");
@@ -272,7 +275,11 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         private static final long serialVersionUID = 1L;
         private final CollectionAccumulator<String> written;
         private final LongAccumulator[] counts;  // updated, deleted, inserted: added once per task
+        private final String onRepeat;  // null: a position's second row is dropped
         private transient long[] counted;
+        private transient boolean positioned;  // a row with a position went by: the last one is below
+        private transient long lastKey;
+        private transient long lastPos;
         private transient boolean started;
         private transient boolean failed;
         private transient Map<Long, String[]> outputs;
@@ -282,18 +289,30 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         private transient LongList positions;
         private transient Set<Long> keysWritten;
 
-        AlongDeletes(CollectionAccumulator<String> written, LongAccumulator[] counts) {
+        AlongDeletes(CollectionAccumulator<String> written, LongAccumulator[] counts, String onRepeat) {
             super("along_deletes", "along_deletes(file key, row position, deletes, emits): writes the task's delete "
                   + "files, keeps the rows that go on", DataTypes.LongType, DataTypes.LongType, DataTypes.BooleanType,
                   DataTypes.BooleanType);
             this.written = written;
             this.counts = counts;
+            this.onRepeat = onRepeat;
         }
 
         /** Whether the row goes on to the data file write, called by Spark's generated code. */
         public boolean invoke(long rowKey, long pos, boolean deletes, boolean emits) {
             if (!started) {
                 start();
+            }
+            if (deletes || !emits) {  // not an inserted row: it has a position, its rows are in position order
+                if (positioned && rowKey == lastKey && pos == lastPos) {
+                    if (onRepeat != null) {
+                        throw new IllegalStateException(onRepeat);
+                    }
+                    return false;
+                }
+                positioned = true;
+                lastKey = rowKey;
+                lastPos = pos;
             }
             if (deletes || emits) {  // updated, deleted, inserted (COUNTED's order)
                 counted[deletes ? (emits ? 0 : 1) : 2]++;
