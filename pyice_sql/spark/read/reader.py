@@ -208,7 +208,9 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     # file and position are its `_metadata` fields, read there: a projection naming them first
     # would be one more analysis of the whole plan on the driver (~10-15 ms each)
     as_written = [read_schema is None and not defaulted for read_schema, defaulted in groups]
-    direct = row_identity and as_written == [True]
+    # equality deletes are joined on the rows' columns, which must be named first: not direct, and
+    # `identified` (shim calls) runs once
+    direct = row_identity and as_written == [True] and not eq_deletes
     if direct:
         added, live, direct = identified(*(F.col(f"_metadata.{c}") for c in ("file_size", "file_path", "row_index")))
     if not direct:
