@@ -2,7 +2,7 @@
 
 Iceberg Java 1.10.2 on Spark 3.5 refuses `DEFAULT` in DDL ("setting default values in Spark is
 currently unsupported"), so its defaults are set through its schema API (`updateSchema().addColumn(
-name, type, doc, Literal)` / `updateColumnDefault`, driven by java_schema_api.py). In one JVM Java:
+name, type, doc, Literal)` / `updateColumnDefault`, driven by java_api.py). In one JVM Java:
   - builds `jd` (v3, merge-on-read): 40 rows in two files, then adds `c int DEFAULT 7`,
     `d string DEFAULT 'dflt'`, `dt date DEFAULT '2020-02-03'` and `n int NOT NULL DEFAULT 5`; an
     INSERT with every value, a DELETE (deletion vectors on the old files), `c`'s write-default set
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.interop
 
 MOR = ("'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
        "'write.merge.mode'='merge-on-read'")
-API = Path(__file__).with_name("java_schema_api.py")
+API = Path(__file__).with_name("java_api.py")
 OLD_ROWS = 40
 DEFAULTS = {"c": 7, "d": "dflt", "dt": "2020-02-03", "n": 5}  # initial-defaults of the added columns
 
@@ -66,7 +66,7 @@ JAVA = [
 
 
 def _java_api(warehouse: str, statements: list[str]) -> list[list | str]:
-    """Per statement, Java's sorted rows or its error text (java_schema_api.py goes on after one)."""
+    """Per statement, Java's sorted rows or its error text (java_api.py goes on after one)."""
     done = subprocess.run([REF_PYTHON, str(API), "--reference", str(REFERENCE), "--warehouse", warehouse,
                            *statements], capture_output=True, text=True, timeout=TIMEOUT_S)
     out: list[list | str] = []

@@ -1,15 +1,22 @@
-"""Run SQL and Iceberg Java schema-API calls on the reference engine, in one JVM.
+"""Run SQL and Iceberg Java API calls on the reference engine, in one JVM: what its SQL cannot do.
 
 Iceberg 1.10.2 on Spark 3.5 refuses `DEFAULT` in DDL ("setting default values in Spark is
 currently unsupported"), so column defaults are set the way Java's own API sets them:
 `Table.updateSchema().addColumn(name, type, doc, Literal)` and `.updateColumnDefault(name, Literal)`.
+No Spark statement writes equality deletes (Flink and other streaming writers do), so they are
+written with Java's generic writer (`GenericAppenderFactory.newEqDeleteWriter`) and committed as a
+row delta, as those writers commit them.
 
-    python java_schema_api.py --reference DIR/iceberg_ref.py --warehouse WH STATEMENT...
+    python java_api.py --reference DIR/iceberg_ref.py --warehouse WH STATEMENT...
 
 A STATEMENT is SQL, or a JSON object for an API call on a table of the `ref` catalog:
   {"add_column": "db.t", "name": "c", "type": "int", "default": 7, "required": false}
   {"set_default": "db.t", "name": "c", "default": 9}
-The default is a JSON single value converted with `Literal.of(value).to(type)`. Output follows the
+  {"equality_delete": "db.t", "columns": ["id"], "partition": {"p": 0}, "rows": [[3], [4]]}
+The default is a JSON single value converted with `Literal.of(value).to(type)`. An equality delete
+is one file of `rows` (values of `columns`, in order; JSON numbers reach Java as int, so use int
+columns) in the table's current partition spec at `partition` (null or absent: unpartitioned),
+committed alone. Output follows the
 reference engine's protocol, one {"sql", "rows" | "error"} line per statement, but a rejected
 statement does not stop the rest (refusals are results here).
 """
@@ -30,8 +37,11 @@ def _reference(path: str):
 
 def _api_call(spark, call: dict) -> None:
     jvm = spark._jvm
-    table_name = call.get("add_column") or call["set_default"]
+    table_name = call.get("add_column") or call.get("set_default") or call["equality_delete"]
     table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, "ref." + table_name)
+    if "equality_delete" in call:
+        _equality_delete(spark, table, call)
+        return
     column = table.schema().findField(call["name"])
     iceberg_type = (jvm.org.apache.iceberg.types.Types.fromPrimitiveString(call["type"]) if "add_column" in call
                     else column.type())
@@ -44,6 +54,32 @@ def _api_call(spark, call: dict) -> None:
     else:
         update.addColumn(call["name"], iceberg_type, None, default)
     update.commit()
+
+
+def _equality_delete(spark, table, call: dict) -> None:
+    jvm = spark._jvm
+    iceberg = jvm.org.apache.iceberg
+    schema, spec = table.schema(), table.spec()
+    field_ids = spark.sparkContext._gateway.new_array(jvm.int, len(call["columns"]))
+    for i, name in enumerate(call["columns"]):
+        field_ids[i] = schema.findField(name).fieldId()
+    delete_schema = schema.select(call["columns"])
+    partition = None
+    if call.get("partition"):
+        partition = iceberg.data.GenericRecord.create(spec.partitionType())
+        for name, value in call["partition"].items():
+            partition.setField(name, value)
+    factory = iceberg.data.GenericAppenderFactory(schema, spec, field_ids, delete_schema, None)
+    out = iceberg.io.OutputFileFactory.builderFor(table, 1, 1).format(iceberg.FileFormat.PARQUET).build()
+    target = out.newOutputFile(spec, partition) if partition is not None else out.newOutputFile()
+    writer = factory.newEqDeleteWriter(target, iceberg.FileFormat.PARQUET, partition)
+    for values in call["rows"]:
+        record = iceberg.data.GenericRecord.create(delete_schema)
+        for name, value in zip(call["columns"], values):
+            record.setField(name, value)
+        writer.write(record)
+    writer.close()
+    table.newRowDelta().addDeletes(writer.toDeleteFile()).commit()
 
 
 def main() -> int:
