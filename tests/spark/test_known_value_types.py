@@ -49,7 +49,8 @@ def test_merge_columns_and_literals_take_sparks_types_and_the_rest_is_left_to_sp
     by_clause = {(k, c): known[value_name(k, c)] for k, ins in enumerate(plan.instructions) for c in ins.values}
     assert all(by_clause[(0, c)] for c in ("v", "n", "b", "d", "id"))  # literals
     assert by_clause[(1, "n")] and by_clause[(1, "d")] and by_clause[(1, "v")]  # plain columns
-    assert not by_clause[(1, "b")] and not by_clause[(1, "id")]  # expressions: Spark's analysis
+    assert by_clause[(1, "id")]  # int + int
+    assert not by_clause[(1, "b")]  # other expressions: Spark's analysis
     # a column named only by its case and decimal / huge literals: Spark's
     assert not by_clause[(2, "v")] and not by_clause[(2, "d")] and not by_clause[(2, "n")]
     assert all(by_clause[(3, c)] for c in ("id", "v", "n", "b", "d"))  # INSERT *
@@ -63,4 +64,21 @@ def test_update_reads_unqualified_columns_from_the_target(ice):
     plan = build_update(stmt, SCHEMA)
     known = _compare(spark, plan, {plan.target_alias: target.schema})
     names = {c: known[value_name(0, c)] for c in plan.instructions[0].values}
-    assert names == {"v": True, "n": False, "d": True}
+    assert names == {"v": True, "n": True, "d": True}
+
+
+def test_arithmetic_over_int_bigint_double_takes_sparks_widened_type(ice):
+    spark = ice.spark
+    spark.sql("SELECT 1 AS i, CAST(2 AS bigint) AS l, 2.5D AS f, CAST(3 AS smallint) AS s, "
+              "CAST(1.5 AS float) AS r, CAST(1 AS decimal(10, 2)) AS dec").createOrReplaceTempView("known_t")
+    schema = Schema((it.NestedField(1, "i", it.INT), it.NestedField(2, "l", it.LONG), it.NestedField(3, "f", it.DOUBLE),
+                     it.NestedField(4, "s", it.INT), it.NestedField(5, "r", it.FLOAT),
+                     it.NestedField(6, "dec", it.DecimalType(10, 2))))
+    stmt = parse_statement(
+        "UPDATE local.db.t AS t SET i = i * 2, l = l + i - 3000000000, f = (f * 2) + l, s = s + 1, r = r * 2, "
+        "dec = dec + 1 WHERE i = 1", lambda c: c == "local", "local")
+    plan = build_update(stmt, schema)
+    known = _compare(spark, plan, {plan.target_alias: spark.table("known_t").schema})
+    names = {c: known[value_name(0, c)] for c in plan.instructions[0].values}
+    # smallint, float and decimal arithmetic keep rules of their own: Spark's analysis
+    assert names == {"i": True, "l": True, "f": True, "s": False, "r": False, "dec": False}

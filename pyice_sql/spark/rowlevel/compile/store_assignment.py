@@ -147,22 +147,40 @@ def stored_value_sql(value_sql: str, src: T.DataType, dst: T.DataType, column: s
 
 
 def known_value_types(plan: RowLevelPlan, relations: dict[str, T.StructType], name_of) -> dict[str, T.DataType]:
-    """The type Spark's analysis would give each assigned value that is a literal or a plain column
+    """The type Spark's analysis would give each assigned value that is a literal, a plain column
     of a relation (`relations`: alias -> schema, as Spark analysed it; an unqualified column is the
-    target's where the statement reads no source), by `name_of(clause, column)`, without that
-    analysis: a MERGE's `SET *` and `INSERT *` are all such values. A column matched only by case,
-    or by two columns, is left to Spark, whose resolution depends on its settings."""
+    target's where the statement reads no source) or `+`, `-`, `*` over int, bigint and double
+    values of those, by `name_of(clause, column)`, without that analysis: a MERGE's `SET *` and
+    `INSERT *` are all such values, and so is `SET amount = amount * 2`. A column matched only by
+    case, or by two columns, is left to Spark, whose resolution depends on its settings."""
     out = {}
     for k, ins in enumerate(plan.instructions):
         for column, value in ins.values.items():
-            known = _literal_type(value)
-            if known is None and isinstance(value, exp.Column) and not value.args.get("db"):
-                schema = relations.get(value.table or (plan.target_alias if plan.source is None else ""))
-                same = [f for f in schema.fields if f.name.lower() == value.name.lower()] if schema else []
-                known = same[0].dataType if len(same) == 1 and same[0].name == value.name else None
+            known = _value_type(plan, relations, value)
             if known is not None:
                 out[name_of(k, column)] = known
     return out
+
+
+# Spark widens both sides of `+`, `-`, `*` to the later of these (with or without ANSI mode); the
+# narrower integers, float and decimal have rules of their own (literal narrowing, precision) left
+# to its analysis
+_WIDENING = (T.IntegerType, T.LongType, T.DoubleType)
+
+
+def _value_type(plan: RowLevelPlan, relations: dict[str, T.StructType], value: exp.Expression) -> T.DataType | None:
+    if isinstance(value, exp.Paren):
+        return _value_type(plan, relations, value.this)
+    if isinstance(value, (exp.Add, exp.Sub, exp.Mul)):
+        sides = [_value_type(plan, relations, v) for v in (value.left, value.right)]
+        ranks = [next((i for i, t in enumerate(_WIDENING) if type(side) is t), None) for side in sides]
+        return None if None in ranks else _WIDENING[max(ranks)]()
+    known = _literal_type(value)
+    if known is None and isinstance(value, exp.Column) and not value.args.get("db"):
+        schema = relations.get(value.table or (plan.target_alias if plan.source is None else ""))
+        same = [f for f in schema.fields if f.name.lower() == value.name.lower()] if schema else []
+        known = same[0].dataType if len(same) == 1 and same[0].name == value.name else None
+    return known
 
 
 def _literal_type(value: exp.Expression) -> T.DataType | None:
