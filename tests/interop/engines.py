@@ -166,6 +166,22 @@ def java_sql(warehouse: str | os.PathLike, *statements: str, master: str | None 
                              env)
 
 
+def java_api(warehouse: str | os.PathLike, statements: list[str]) -> list[list[list[Any]] | str]:
+    """Run SQL and Java API calls (JSON objects, see java_api.py) on Iceberg Java in one JVM; per
+    statement its sorted plain rows, or its error text (a rejected statement does not stop the rest)."""
+    _require(REFERENCE)
+    done = _run([str(Path(__file__).with_name("java_api.py")), "--reference", str(REFERENCE),
+                 "--warehouse", str(warehouse), *statements])
+    out: list[list[list[Any]] | str] = []
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            obj = json.loads(line)
+            out.append(obj["error"] if "error" in obj else sort_rows(obj["rows"]))
+    if len(out) != len(statements):
+        raise EngineError(f"Iceberg Java ran {len(out)} of {len(statements)} statements:\n{done.stderr[-3000:]}")
+    return out
+
+
 def statement_results(args: list[str], count: int, env: dict[str, str] | None = None) -> list[list[list[Any]]]:
     """Run an engine script that prints one {"sql", "rows" | "error"} line per statement (the
     reference engine's protocol); the sorted plain rows of each of the `count` statements."""

@@ -20,8 +20,7 @@ import json
 import pytest
 
 import pyice_sql
-from tests.interop.engines import assert_same_rows, ice_rows, java_sql, prefetch, scratch_dir, sort_rows
-from tests.interop.test_v3_defaults import _java_api
+from tests.interop.engines import assert_same_rows, ice_rows, java_api, java_sql, prefetch, scratch_dir, sort_rows
 
 pytestmark = pytest.mark.interop
 
@@ -62,7 +61,7 @@ def _expected() -> dict[int, list]:
 def prefetch_java():
     def run():
         warehouse = scratch_dir("equality-deletes")
-        return warehouse, _java_api(warehouse, [s for t, m in TABLES.items() for s in _java_statements(t, m)])
+        return warehouse, java_api(warehouse, [s for t, m in TABLES.items() for s in _java_statements(t, m)])
     return prefetch("equality_deletes", run)
 
 

@@ -165,7 +165,7 @@ def test_partition_folders_and_names_are_icebergs(world):
 
 
 def test_object_storage_and_data_path_locations(world):
-    ice, wh = world["ice"], world["wh"]
+    ice = world["ice"]
     for table, props in (("lay.jo", {"write.object-storage.enabled": "true"}),
                          ("lay.jn", {"write.object-storage.enabled": "true",
                                      "write.object-storage.partitioned-paths": "false"})):

@@ -15,7 +15,6 @@ targets are the same on both sides. After every step:
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 from dataclasses import dataclass

@@ -21,7 +21,6 @@ fewer rows than its own SELECT * shows with c = 7); pyice_sql returns all of the
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,15 +28,13 @@ import pytest
 import pyice_sql
 from pyice_sql.core.errors import AnalysisError
 from tests.interop.engines import (
-    REF_PYTHON, REFERENCE, TIMEOUT_S, assert_peers_read, assert_same_rows, ice_rows, java_sql, prefetch,
-    scratch_dir, sort_rows,
+    assert_peers_read, assert_same_rows, ice_rows, java_api, java_sql, prefetch, scratch_dir, sort_rows,
 )
 
 pytestmark = pytest.mark.interop
 
 MOR = ("'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
        "'write.merge.mode'='merge-on-read'")
-API = Path(__file__).with_name("java_api.py")
 OLD_ROWS = 40
 DEFAULTS = {"c": 7, "d": "dflt", "dt": "2020-02-03", "n": 5}  # initial-defaults of the added columns
 
@@ -65,23 +62,10 @@ JAVA = [
 ]
 
 
-def _java_api(warehouse: str, statements: list[str]) -> list[list | str]:
-    """Per statement, Java's sorted rows or its error text (java_api.py goes on after one)."""
-    done = subprocess.run([REF_PYTHON, str(API), "--reference", str(REFERENCE), "--warehouse", warehouse,
-                           *statements], capture_output=True, text=True, timeout=TIMEOUT_S)
-    out: list[list | str] = []
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            obj = json.loads(line)
-            out.append(obj["error"] if "error" in obj else sort_rows(obj["rows"]))
-    assert len(out) == len(statements), f"Java ran {len(out)} of {len(statements)} statements:\n{done.stderr[-3000:]}"
-    return out
-
-
 def prefetch_java():
     def run():
         warehouse = scratch_dir("v3-defaults")
-        return warehouse, _java_api(warehouse, JAVA)
+        return warehouse, java_api(warehouse, JAVA)
     return prefetch("v3_defaults", run)
 
 
@@ -158,7 +142,7 @@ def test_pyice_dml_on_java_table_then_java_reads_it(world):
 
 PYICE = [
     f"CREATE TABLE local.db.pd (id bigint, data string) USING iceberg TBLPROPERTIES ('format-version'='3', {MOR})",
-    f"INSERT INTO local.db.pd SELECT /*+ REPARTITION(2) */ id, concat('r', cast(id as string)) FROM range(0, 20)",
+    "INSERT INTO local.db.pd SELECT /*+ REPARTITION(2) */ id, concat('r', cast(id as string)) FROM range(0, 20)",
     "ALTER TABLE local.db.pd ADD COLUMN c int DEFAULT 7",
     "ALTER TABLE local.db.pd ADD COLUMNS (d string DEFAULT 'dflt', dt date DEFAULT DATE '2020-02-03', "
     "n decimal(5,2) NOT NULL DEFAULT 1.5)",
@@ -198,7 +182,7 @@ def test_pyice_writes_defaults_java_and_peers_read_them(world):
     assert [(fields[k].get("initial-default"), fields[k].get("write-default")) for k in ("c", "d", "dt", "n")] == [
         (7, 9), ("dflt", None), ("2020-02-03", "2020-02-03"), ("1.50", "1.50")]
     assert fields["n"]["required"] is True
-    java = _java_api(warehouse, ["SELECT id, data, c, d, dt FROM ref.db.pd", "SELECT id FROM ref.db.pd WHERE c = 9",
+    java = java_api(warehouse, ["SELECT id, data, c, d, dt FROM ref.db.pd", "SELECT id FROM ref.db.pd WHERE c = 9",
                                  "SELECT id, n FROM ref.db.pd"])
     assert_same_rows(sort_rows(r[:5] for r in ours), java[0], "Iceberg Java reading our table")
     assert_same_rows(sort_rows([r[:1] for r in ours if r[2] == 9]), java[1], "Java on c = 9")

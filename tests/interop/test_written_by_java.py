@@ -80,7 +80,7 @@ J_COW["setup"].append("INSERT INTO ref.db.j_cow VALUES " + ", ".join(
 J_V1 = [  # format v1: v1 manifests, copy-on-write DELETE, a dropped partition field kept as void
     "CREATE TABLE ref.db.j_v1 (id bigint, cat string, ts timestamp) USING iceberg PARTITIONED BY (cat, days(ts)) "
     "TBLPROPERTIES ('format-version'='1')",
-    f"INSERT INTO ref.db.j_v1 SELECT id, cat, ts FROM ref.db.j_cow VERSION AS OF 'first'",
+    "INSERT INTO ref.db.j_v1 SELECT id, cat, ts FROM ref.db.j_cow VERSION AS OF 'first'",
     "ALTER TABLE ref.db.j_v1 DROP PARTITION FIELD cat",
     "INSERT INTO ref.db.j_v1 VALUES (50, 'a', TIMESTAMP'2024-01-05 00:00:00'), (51, NULL, NULL)",
     "DELETE FROM ref.db.j_v1 WHERE id IN (2, 51)",

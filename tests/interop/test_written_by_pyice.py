@@ -26,7 +26,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.interop.engines import (
-    EngineError, assert_peers_read, assert_same_rows, ice_answers, ice_rows, java_sql_each, rows_or_raise, sort_rows,
+    assert_peers_read, assert_same_rows, ice_answers, ice_rows, java_sql_each, rows_or_raise, sort_rows,
 )
 
 pytestmark = pytest.mark.interop

@@ -161,7 +161,7 @@ def test_cherrypick_of_a_dynamic_overwrite_checks_the_partitions_it_replaces(tab
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     overwrite = load(ice).metadata.refs["ow"].snapshot_id
     ice.sql(f"INSERT INTO {T} VALUES (3, 'b')")  # main writes into partition b after the overwrite's base
-    with pytest.raises(ValidationError, match=f"changed partition .* it replaces"):
+    with pytest.raises(ValidationError, match="changed partition .* it replaces"):
         ice.sql(f"CALL local.system.cherrypick_snapshot('db.t', {overwrite})")
     ice.sql(f"CALL local.system.rollback_to_snapshot('db.t', {snapshot_ids(ice)[0]})")
     ice.sql(f"INSERT INTO {T} VALUES (4, 'c')")  # another partition: no conflict

@@ -2,8 +2,6 @@
 in one commit (expected values checked against Iceberg Java 1.10 running the same statements)."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pyice_sql.core.catalog.base import TableIdentifier

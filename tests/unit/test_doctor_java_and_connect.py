@@ -1,7 +1,6 @@
 """`pyice-sql doctor`'s Java check per Spark line, and what changes for a Spark Connect client."""
 from __future__ import annotations
 
-import os
 import stat
 
 import pyspark

@@ -592,7 +592,7 @@ def _rand_sql(rng: random.Random, depth: int = 2) -> str:
             f"i IN ({i}, {i + 1})", f"i NOT IN ({i}, NULL)", f"s IN ('{s}', NULL)", "i IS NULL", "s IS NOT NULL",
             f"s LIKE '{s}%'", f"s NOT LIKE '{s}%'", f"i BETWEEN {i} AND {i + 2}", f"f NOT BETWEEN -1 AND {f}",
             f"src.o {op} {i}", f"abs(i) {op} {i}", f"i <=> {rng.choice(['NULL', str(i)])}", f"i {op} NULL",
-            "flag", f"flag = {rng.choice(['true', 'false'])}", f"i = 1.5", f"d = '2024-01-0{rng.randint(1, 4)}'",
+            "flag", f"flag = {rng.choice(['true', 'false'])}", "i = 1.5", f"d = '2024-01-0{rng.randint(1, 4)}'",
         ])
     kind = rng.choice(["AND", "OR", "NOT"])
     if kind == "NOT":
