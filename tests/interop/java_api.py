@@ -16,9 +16,8 @@ A STATEMENT is SQL, or a JSON object for an API call on a table of the `ref` cat
 The default is a JSON single value converted with `Literal.of(value).to(type)`. An equality delete
 is one file of `rows` (values of `columns`, in order; JSON numbers reach Java as int, so use int
 columns) in the table's current partition spec at `partition` (null or absent: unpartitioned),
-committed alone. Output follows the
-reference engine's protocol, one {"sql", "rows" | "error"} line per statement, but a rejected
-statement does not stop the rest (refusals are results here).
+committed alone. Output follows the reference engine's protocol, one {"sql", "rows" | "error"}
+line per statement, but a rejected statement does not stop the rest (refusals are results here).
 """
 from __future__ import annotations
 
