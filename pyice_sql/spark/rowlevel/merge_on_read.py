@@ -4,12 +4,13 @@ Two write jobs and no pass before them. The delete write groups the changed targ
 data file and position (the shuffle it needs anyway); over that order one window drops a row
 changed twice (a lone unconditional DELETE matched by several source rows) or, when MERGE must
 check cardinality, fails the job on a target row in two matched pairs. The counts of the
-result row are Spark observations of the two writes (of the one job: see below), and the files
-touched are the ones that got a delete file. The existing file-scoped position deletes of a data file that gets new
-deletes are folded into its new delete file, so a reader opens at most one delete file per data
-file (as Iceberg Java 1.10 does for v2 tables): the JVM shim's delete writer reads them in the
-write task for that file only (write/delete_writer.py); with Spark's writer (no shim), those of
-every file read ride along in the shuffle and are kept only for data files that get new deletes.
+result row are Spark observations of the two writes (the one-job write below counts in its
+tasks), and the files touched are the ones that got a delete file. The existing file-scoped
+position deletes of a data file that gets new deletes are folded into its new delete file, so a
+reader opens at most one delete file per data file (as Iceberg Java 1.10 does for v2 tables):
+the JVM shim's delete writer reads them in the write task for that file only
+(write/delete_writer.py); with Spark's writer (no shim), those of every file read ride along in
+the shuffle and are kept only for data files that get new deletes.
 
 Where the shim writes the delete files, an UPDATE, a MERGE without an INSERT clause and a MERGE
 over a small source (`RowLevelPlan.small_source`: few inserts) write both in one job: the rows
