@@ -35,6 +35,11 @@ def is_connect(spark: Any) -> bool:
     return getattr(spark, "_jsparkSession", None) is None
 
 
+def shuffle_partitions(spark: Any) -> int:
+    """The session's `spark.sql.shuffle.partitions` (Spark's default 200 where unset)."""
+    return int(str(spark.conf.get("spark.sql.shuffle.partitions", "200")).strip())
+
+
 def conf_enabled(spark: Any, key: str, default: bool) -> bool:
     """A boolean Spark setting read as Spark reads it (trimmed, any case): `spark.conf` gives the
     text as set, so "TRUE" would otherwise read as false."""
@@ -231,7 +236,7 @@ class ConnectBackend:
         """`per_item` over `items` on the executors, one Spark job; JSON strings back."""
         if not items:
             return []
-        slices = max(1, min(len(items), 2 * int(self._spark.conf.get("spark.sql.shuffle.partitions", "8"))))
+        slices = max(1, min(len(items), 2 * shuffle_partitions(self._spark)))
         df = self._spark.createDataFrame([(p,) for p in items], "item string").repartition(slices)
         out = df.mapInArrow(_over_items(per_item), "out string")
         return [r.out for r in out.collect()]

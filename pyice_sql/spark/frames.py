@@ -35,3 +35,12 @@ def select_sql(df: DataFrame, exprs: Sequence[str], extra: Sequence[Column] = ()
 
     jextra = ListConverter().convert([c._jc for c in extra], jvm._gateway_client)
     return type(df)(load_shim(spark).select_with(df._jdf, jexprs, jextra), spark)
+
+
+def jvm_column(jcol: object) -> Column:
+    """A pyspark Column of a JVM Column (a shim function's) in a classic session."""
+    try:  # Spark 4 moved the py4j-backed Column class
+        from pyspark.sql.classic.column import Column as ClassicColumn
+    except ImportError:
+        ClassicColumn = Column
+    return ClassicColumn(jcol)

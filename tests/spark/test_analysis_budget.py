@@ -23,6 +23,9 @@ BUDGET = {
     ("merge-on-read", "UPDATE"): {3: 26, 4: 26},
     ("merge-on-read", "DELETE"): {3: 27, 4: 28},
     ("copy-on-write", "MERGE"): {3: 40, 4: 43},
+    # its second pass broadcasting the source, the unmatched source rows known from the first
+    # (as over a large target, or with Spark's default shuffle partitions: join_type.py)
+    ("copy-on-write by matched sources", "MERGE"): {3: 53, 4: 57},
     ("copy-on-write", "UPDATE"): {3: 31, 4: 33},
     ("copy-on-write", "DELETE"): {3: 32, 4: 34},
 }
@@ -48,8 +51,11 @@ def _analyzer_passes(spark, run) -> int:
     return int(found.group(1))
 
 
-@pytest.mark.parametrize("mode,kind", list(BUDGET))
-def test_statement_stays_within_its_analysis_budget(ice, mode, kind):
+@pytest.mark.parametrize("shape,kind", list(BUDGET))
+def test_statement_stays_within_its_analysis_budget(ice, monkeypatch, shape, kind):
+    from pyice_sql.core.plan.rules import join_type
+
+    mode = shape.split()[0]
     ice.sql("CREATE DATABASE local.db")
     ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ('format-version' = '2', "
             f"'write.merge.mode' = '{mode}', 'write.update.mode' = '{mode}', 'write.delete.mode' = '{mode}')")
@@ -58,8 +64,10 @@ def test_statement_stays_within_its_analysis_budget(ice, mode, kind):
     # a first statement of the kind loads what later ones reuse (a DELETE of other rows: the
     # measured one then has rows to delete)
     ice.sql(STATEMENTS[kind].replace("= 3", "= 5")).collect()
+    if shape != mode:  # after the first statement, which then leaves the same files
+        monkeypatch.setattr(join_type, "MATCHED_SOURCES_MIN_TARGET_BYTES", 0)
     row = []
     passes = _analyzer_passes(ice.spark, lambda: row.append(ice.sql(STATEMENTS[kind]).collect()[0]))
     assert row[0].num_affected_rows == {"MERGE": 50, "UPDATE": 40, "DELETE": 40}[kind]
-    budget = BUDGET[(mode, kind)][int(ice.spark.version.split(".")[0])]
-    assert passes <= budget, f"{mode} {kind}: {passes} analyzer passes, budget {budget}"
+    budget = BUDGET[(shape, kind)][int(ice.spark.version.split(".")[0])]
+    assert passes <= budget, f"{shape} {kind}: {passes} analyzer passes, budget {budget}"

@@ -2,8 +2,10 @@
 matched side first, uncached, for the files to rewrite, the counts and the cardinality check; then
 the files with a matched row joined with the source once more, target rows kept. A file whose
 matched rows no clause changes is read (a source row matching it is not NOT MATCHED) but not
-rewritten. Four shapes of the second pass: a small source broadcast (as over a large target
-scan: its unmatched rows by an anti-join of ids), a small source over a small target scan (with
+rewritten. Five shapes of the second pass: a small source broadcast, its unmatched rows those
+whose ids the first pass did not find in a matched pair (as over a large target scan, or with
+many shuffle partitions per core, where Spark's shim is loaded); the same without those ids (as
+over a large target scan: the unmatched rows by an anti-join of ids), a small source over a small target scan (with
 a NOT MATCHED clause: both sides shuffled by key and sorted, Java's shape), the same with the
 source's rows hashed in each task (as over a large read: `join_type.hash_join_source`), and a
 source Spark will not broadcast. Truth: hand-computed rows and counts, and the table's data file
@@ -25,10 +27,12 @@ COW = ("'format-version' = '2', 'write.update.mode' = 'copy-on-write', "
        "'write.merge.mode' = 'copy-on-write', 'write.delete.mode' = 'copy-on-write'")
 
 
-@pytest.fixture(params=["broadcast", "small", "hashed", "large"])
+@pytest.fixture(params=["ids", "broadcast", "small", "hashed", "large"])
 def table(ice, request, monkeypatch):
     """Three data files (ids 0-99, 100-199, 200-299); a source Spark broadcasts, or not."""
-    if request.param == "broadcast":  # the shape kept over a large target scan
+    if request.param == "ids":  # the shape over a large target scan, or with many shuffle partitions
+        monkeypatch.setattr(join_type, "MATCHED_SOURCES_MIN_TARGET_BYTES", 0)
+    if request.param == "broadcast":  # the shape kept over a large target scan without the shim
         monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
     if request.param == "hashed":  # the shape over a large read
         monkeypatch.setattr(join_type, "HASH_JOIN_MIN_TARGET_BYTES", 0)
@@ -129,8 +133,9 @@ def test_pairs_of_one_target_row_in_two_tasks_are_caught(table, monkeypatch):
 
     ice, calls = table
     counted = []
-    original = ShimHandle.file_changes
-    monkeypatch.setattr(ShimHandle, "file_changes", lambda self, rows: counted.append(1) or original(self, rows))
+    for name in ("file_changes", "file_changes_matching"):
+        monkeypatch.setattr(ShimHandle, name, lambda self, rows, original=getattr(ShimHandle, name):
+                            counted.append(1) or original(self, rows))
     before = _files(ice)
 
     def src(rows_per_partition):
@@ -152,12 +157,13 @@ def test_pairs_of_one_target_row_in_two_tasks_are_caught(table, monkeypatch):
     assert counted == [1, 1]
 
 
-def test_a_broadcast_merge_writes_the_rows_in_the_tasks_that_read_them(ice, monkeypatch):
-    """With the source broadcast (the shape kept over a large target scan) the scan's tasks write
+@pytest.mark.parametrize("constant", ["MATCHED_SOURCES_MIN_TARGET_BYTES", "BROADCAST_MIN_TARGET_BYTES"])
+def test_a_broadcast_merge_writes_the_rows_in_the_tasks_that_read_them(ice, monkeypatch, constant):
+    """With the source broadcast (the shapes kept over a large target scan) the scan's tasks write
     the rows they read, as a copy-on-write UPDATE's do: each rewritten file's rows together and in
     order, and no rebalance of every copied row (one job fewer: 10 before); the inserted row comes
     from the tasks of the unmatched source rows."""
-    monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
+    monkeypatch.setattr(join_type, constant, 0)
     ice.sql("CREATE DATABASE local.db")
     ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
     ranges = [range(lo, lo + 1000) for lo in range(0, 4000, 1000)]
@@ -165,13 +171,14 @@ def test_a_broadcast_merge_writes_the_rows_in_the_tasks_that_read_them(ice, monk
         ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, 'old' FROM range({r.start}, {r.stop})")
     src = _src(ice, [(i, "new") for i in range(0, 4000, 10)] + [(5000, "ins")])
     sc = ice.spark.sparkContext
-    sc.setJobGroup("broadcast-merge", "broadcast-merge")
+    group = f"broadcast-merge-{constant}"  # a session's job groups keep their jobs
+    sc.setJobGroup(group, group)
     try:
         out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
                       "WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
-    assert len(sc.statusTracker().getJobIdsForGroup("broadcast-merge")) <= 9
+    assert len(sc.statusTracker().getJobIdsForGroup(group)) <= 9
     assert (out.num_updated_rows, out.num_inserted_rows, out.num_removed_data_files) == (400, 1, 4)
     ids_by_file = [[r.id for r in ice.spark.read.parquet(p).select("id").collect()] for p in _files(ice)]
     for r in ranges:
@@ -203,15 +210,16 @@ def test_a_small_source_over_a_large_read_is_hashed_not_sorted(ice, monkeypatch,
     assert _rows(ice) == {(i, changed.get(i, f"r{i}")) for i in range(300)} | {(400, "n400")}
 
 
-@pytest.mark.parametrize("broadcast", [False, True])
-def test_the_second_pass_reads_only_the_files_with_a_matched_row(ice, monkeypatch, broadcast):
+@pytest.mark.parametrize("shape", ["shuffled", "broadcast", "ids"])
+def test_the_second_pass_reads_only_the_files_with_a_matched_row(ice, monkeypatch, shape):
     """The second pass reuses the first pass's scan (no second listing of the files), filtered to
     the files with a matched row by their ordinal, a filter of file metadata only: Spark applies
     it to the file listing, so the other planned files are not opened again (Spark 4.2+ keeps that
     filter above the scan: there the second pass scans its files on its own). Truth: the scans in
     Spark's SQL status store (their file index and files read), and hand-computed rows."""
-    if broadcast:
-        monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
+    if shape != "shuffled":
+        monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES" if shape == "broadcast"
+                            else "MATCHED_SOURCES_MIN_TARGET_BYTES", 0)
     ice.sql("CREATE DATABASE local.db")
     ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
     for lo in (0, 200):  # even ids: an odd key inside a file's range is planned but matches nothing
@@ -224,13 +232,43 @@ def test_the_second_pass_reads_only_the_files_with_a_matched_row(ice, monkeypatc
     scans = [scan for e in executions for scan in _scans(store, e.executionId())]
     # (paths in the scan's file index, files it read): the first pass reads both planned files; the
     # second pass scans the same index (or, where Spark would not prune it so, its own) and reads
-    # one (broadcast: its matched side twice, once for the union and once for the unmatched source
-    # rows' anti-join)
+    # one (broadcast without the first pass's ids: its matched side twice, once for the union and
+    # once for the unmatched source rows' anti-join)
     again = (2 if ordinal_filter_prunes_files(ice.spark) else 1, 1)
-    assert scans == ([(2, 2), again, again] if broadcast else [(2, 2), again])
+    assert scans == ([(2, 2), again, again] if shape == "broadcast" else [(2, 2), again])
     assert (out.num_updated_rows, out.num_inserted_rows, out.num_removed_data_files) == (1, 2, 1)
     assert _rows(ice) == ({(i, "m250" if i == 250 else f"r{i}") for i in range(0, 400, 2)}
                           | {(5, "odd"), (401, "n401")})
+
+
+@pytest.mark.parametrize("partitions", [8, 200])
+def test_many_shuffle_partitions_per_core_take_the_matched_source_ids(ice, monkeypatch, partitions):
+    """Over a small target scan the second pass shuffles both sides by key, unless the session's
+    shuffles have 8 or more partitions per core (Spark's default 200 does, on up to 25 cores):
+    then the first pass keeps the matched pairs' source row ids and the second broadcasts the
+    source, with no shuffle. Truth: Spark's plans of the statement's queries, the shim call, and
+    hand-computed rows."""
+    from pyice_sql.spark.jvm.bridge import ShimHandle
+
+    used = []
+    original = ShimHandle.file_changes_matching
+    monkeypatch.setattr(ShimHandle, "file_changes_matching", lambda self, rows: used.append(1) or original(self, rows))
+    before = ice.spark.conf.get("spark.sql.shuffle.partitions")
+    ice.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        ice.sql("CREATE DATABASE local.db")
+        ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
+        ice.sql("INSERT INTO local.db.t SELECT id, concat('r', id) FROM range(0, 300)")
+        src = _src(ice, [(5, "m5"), (150, "m150"), (400, "n400"), (401, "n401")])
+        out, executions = _recorded(ice, _UPSERT, src)
+    finally:
+        ice.spark.conf.set("spark.sql.shuffle.partitions", before)
+    many = partitions >= 8 * ice.spark.sparkContext.defaultParallelism
+    plans = "\n".join(e.physicalPlanDescription() for e in executions)
+    assert ("SortMergeJoin" in plans) != many and used == ([1] if many else [])
+    assert (out.num_updated_rows, out.num_inserted_rows) == (2, 2)
+    changed = {5: "m5", 150: "m150"}
+    assert _rows(ice) == {(i, changed.get(i, f"r{i}")) for i in range(300)} | {(400, "n400"), (401, "n401")}
 
 
 _UPSERT = ("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
@@ -268,3 +306,24 @@ def _scans(store, execution_id: int) -> list[tuple[int | None, int]]:
             if m.name() == "number of files read" and value.isDefined():
                 found.append((int(paths.group(1)) if paths else None, int(value.get().replace(",", ""))))
     return found
+
+
+def test_unmatched_source_rows_from_many_source_partitions_make_one_file(ice, monkeypatch):
+    """With the source broadcast and its unmatched rows known from the first pass, the rewritten
+    files' rows are written by the tasks that read them (small files packed together), and the
+    inserted rows, whatever the source's partitions, by one task: one file of their own. Truth:
+    the new snapshot's files and hand-computed rows."""
+    monkeypatch.setattr(join_type, "MATCHED_SOURCES_MIN_TARGET_BYTES", 0)
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
+    for lo in (0, 100):
+        ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, 'old' FROM range({lo}, {lo + 100})")
+    src = ice.spark.createDataFrame([(i, "new") for i in (5, 150)] + [(1000 + i, "ins") for i in range(40)],
+                                    "id long, v string").repartition(4).cache()
+    assert src.count() == 42 and src.rdd.getNumPartitions() == 4
+    out = ice.sql(_UPSERT, src=src).collect()[0]
+    assert (out.num_updated_rows, out.num_inserted_rows, out.num_removed_data_files) == (2, 40, 2)
+    inserted = [ids for ids in _files(ice).values() if any(i >= 1000 for i in ids)]
+    assert inserted == [{1000 + i for i in range(40)}]
+    assert _rows(ice) == ({(i, "new" if i in (5, 150) else "old") for i in range(200)}
+                          | {(1000 + i, "ins") for i in range(40)})

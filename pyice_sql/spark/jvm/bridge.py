@@ -459,6 +459,13 @@ class ShimHandle:
         deletes, inserts, matched), `[ordinal, updated, deleted, inserted, pairs]`, counted in its tasks."""
         return self._call_json("FileChanges", "perFile", rows)
 
+    def file_changes_matching(self, rows: Any) -> tuple[list[list], Any]:
+        """`file_changes` of rows with a seventh column, their source row id; and a function of a JVM
+        column of source row ids to the JVM column true where no matched pair had that source row."""
+        changes = self._call("FileChanges", "count", rows)
+        return (json.loads(self._call_text("FileChanges", "perFileOf", changes)),
+                lambda source_row: self._call("FileChanges", "notMatched", changes, source_row))
+
     def file_facts(self, table: str, types: list[str], key: Any) -> list[Any]:
         """FileFacts.columns: one JVM Column per fact of `table`, typed by `types` (see
         read/file_keys.py), over the JVM column `key`."""

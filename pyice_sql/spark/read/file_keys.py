@@ -51,6 +51,7 @@ from pyspark.sql import Column, SparkSession, functions as F
 from pyice_sql.core.model.manifest import FileContent, ManifestEntry
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.connect_backend import is_connect
+from pyice_sql.spark.frames import jvm_column
 from pyice_sql.spark.read.deletion_vectors import is_deletion_vector
 
 # separators of the spec (PositionDeleteFilter.liveRows): records, fields, numbers of a DV entry
@@ -116,7 +117,7 @@ def live_rows(spark: SparkSession, tasks: list[FileScanTask], keys: list[int], k
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spec = deletes_spec([(k, t.file.file_path, t.deletes) for t, k in zip(tasks, keys)], every_file=True)
-    return None if spec is None else _column(load_shim(spark).live_rows(spec, key._jc, pos._jc))
+    return None if spec is None else jvm_column(load_shim(spark).live_rows(spec, key._jc, pos._jc))
 
 
 def lookup_facts(spark: SparkSession, facts: dict[int, tuple], types: list[str], key: Column) -> list[Column] | None:
@@ -131,7 +132,7 @@ def lookup_facts(spark: SparkSession, facts: dict[int, tuple], types: list[str],
         records.append(_FIELD.join(fields))
     from pyice_sql.spark.jvm.bridge import load_shim
 
-    return [_column(c) for c in load_shim(spark).file_facts(_RECORD.join(records), types, key._jc)]
+    return [jvm_column(c) for c in load_shim(spark).file_facts(_RECORD.join(records), types, key._jc)]
 
 
 def paths_by_ordinal(spark: SparkSession, paths: list[str], ordinal: Column) -> Column | None:
@@ -177,7 +178,7 @@ def deleted_positions(spark: SparkSession, deletes: dict[str, list[ManifestEntry
     from pyice_sql.spark.jvm.bridge import load_shim
 
     shim = load_shim(spark)
-    return lambda path: _column(shim.deleted_positions(spec, path._jc))
+    return lambda path: jvm_column(shim.deleted_positions(spec, path._jc))
 
 
 def deletes_spec(files: list[tuple[int, str, Iterable[ManifestEntry]]], every_file: bool = False) -> str | None:
@@ -204,11 +205,3 @@ def deletes_spec(files: list[tuple[int, str, Iterable[ManifestEntry]]], every_fi
         elif every_file:
             records.append(str(key))
     return _RECORD.join(records)
-
-
-def _column(jcol: object) -> Column:
-    try:  # Spark 4 moved the py4j-backed Column class
-        from pyspark.sql.classic.column import Column as ClassicColumn
-    except ImportError:
-        ClassicColumn = Column
-    return ClassicColumn(jcol)

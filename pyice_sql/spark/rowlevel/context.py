@@ -43,7 +43,9 @@ class RowLevelWrite:
     # copy-on-write MERGE by MergeRows again (copy_on_write.py): `tagged` holds the matched side
     # only, and this tags the rows of the given files again, joined with the source so that every
     # target row is kept (a row no clause changes carries its values); None: by the changed rows
-    merge_rows: Callable[[list[FileScanTask]], DataFrame] | None = None
+    # (its second argument: where the count of changes kept the matched pairs' source rows, the test of the
+    # others, see `matched_sources`; else None)
+    merge_rows: Callable[[list[FileScanTask], Callable[[Column], Column] | None], DataFrame] | None = None
     file_ordinals: bool = False  # the tagged rows carry FILE_ORDINAL: their file's index in `tasks`
     # merge-on-read: called with `tagged` before two jobs read it (the executor caches it, and
     # releases it after the statement), so both see the same rows
@@ -54,6 +56,9 @@ class RowLevelWrite:
     # `merge_rows` broadcasts the source: the target's rows stay in the tasks that read them, each
     # file's together and in order, so those tasks can write them (copy_on_write.py)
     merged_as_read: bool = False
+    # `tagged` carries each matched pair's source row id (SOURCE_ROW): the count of changes keeps the ids, and
+    # `merge_rows` takes the source rows no pair matched from them instead of joining again (copy_on_write.py)
+    matched_sources: bool = False
 
     @property
     def by_path(self) -> dict[str, FileScanTask]:

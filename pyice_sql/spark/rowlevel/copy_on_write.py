@@ -14,10 +14,15 @@ source is broadcast); then the files with a matched row are joined with the sour
 (read through the first pass's scan when they are all the planned files: dml.py), their target
 rows kept, and everything but deleted rows is written: copies, updates and inserts
 from one MergeRows, as one write job. With a NOT MATCHED clause that join shuffles both sides by
-key (the source is broadcast only over a large target scan, as merge-on-read's), and its tasks,
-sized by adaptive execution, write the files: no rebalance, Java's three jobs. With the source
-broadcast, the target's rows stay in the scan's tasks, which write them (data_writer's
-`read_straight`, as an UPDATE's below): no shuffle of every copied row. A file with a
+key, and its tasks, sized by adaptive execution, write the files: no rebalance, Java's three
+jobs. Unless the source is small and deterministic and the target scan large, or the session's
+shuffles have many partitions per core (join_type.broadcast_by_matched_sources): then the count
+of changes also keeps the ids of the matched pairs' source rows (FileChanges.java), and the
+second pass broadcasts the source, its unmatched rows the ones those ids leave out; without the
+shim (Spark Connect), over a large target scan, the second pass finds them by an anti-join of
+its own matched side's ids (dml.py). With the source broadcast, the target's rows stay in the
+scan's tasks, which write them (data_writer's `read_straight`, as an UPDATE's below): no shuffle
+of every copied row. A file with a
 matched row but no changed one is read (its rows decide which source rows are NOT MATCHED) but
 not rewritten. Both passes see the same pairs: the source is cached or local, and the plan
 deterministic. Any other MERGE (and format v3, whose copies keep their lineage columns:
@@ -37,14 +42,14 @@ from __future__ import annotations
 import uuid
 from typing import Callable
 
-from pyspark.sql import DataFrame, Observation, functions as F
+from pyspark.sql import Column, DataFrame, Observation, functions as F
 
 from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import read_tasks
-from pyice_sql.spark.frames import select_sql
-from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, MATCHED_PAIR, OP, POS
+from pyice_sql.spark.frames import jvm_column, select_sql
+from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, MATCHED_PAIR, OP, POS, SOURCE_ROW
 from pyice_sql.spark.rowlevel.context import (
     ACTING_SQL, RowLevelWrite, Written, acting, acting_rows, matched, new_row_counts, observed, op_count,
     tagged_new_rows,
@@ -58,16 +63,18 @@ class CardinalityViolation(Exception):
 
 # writes the rewritten files: (write, files to rewrite) -> new data files
 Rewrite = Callable[[RowLevelWrite, list[FileScanTask]], list[DataFile]]
+# a column of source row ids -> true where no matched pair had that source row
+NotMatched = Callable[[Column], Column]
 
 
 def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Written:
-    per_file = _changes_per_file(w)
+    per_file, not_matched = _changes_per_file(w)
     if w.checks_cardinality and any(r["pairs"] > 1 for r in per_file):
         raise CardinalityViolation()
     out = Written(updated=sum(r["updated"] for r in per_file), deleted=sum(r["deleted"] for r in per_file),
                   inserted=sum(r["inserted"] for r in per_file))
     if w.merge_rows is not None:
-        return _merge_again(w, per_file, out)
+        return _merge_again(w, per_file, out, not_matched)
     if out.updated + out.deleted + out.inserted == 0:
         return out
     by_path = w.by_path
@@ -76,17 +83,18 @@ def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Wri
     return out
 
 
-def _merge_again(w: RowLevelWrite, per_file: list, out: Written) -> Written:
+def _merge_again(w: RowLevelWrite, per_file: list, out: Written, not_matched: NotMatched | None) -> Written:
     """MergeRows over the files with a matched or changed row (all of them when the MERGE inserts:
     their rows decide which source rows match), writing the rows of the files to rewrite and the
-    inserted ones. `per_file` (from the matched side) counted the updates and deletes."""
+    inserted ones. `per_file` (from the matched side) counted the updates and deletes;
+    `not_matched`, where it kept the matched pairs' source rows, tells the others."""
     by_path = w.by_path
     out.rewritten = [by_path[r["f"]] for r in per_file if r["updated"] + r["deleted"] > 0]
     inserts = w.plan.has_not_matched
     read = [by_path[r["f"]] for r in per_file if r["f"] is not None] if inserts else out.rewritten
     if not read and not inserts:
         return out
-    rows = w.merge_rows(read)
+    rows = w.merge_rows(read, not_matched)
     kept = F.col(OP) != DELETE
     if len(read) > len(out.rewritten):
         kept &= F.col(FILE).isin([t.file.file_path for t in out.rewritten])
@@ -128,11 +136,13 @@ def read_straight(rewritten: list[FileScanTask]) -> list[DataFile]:
     return [] if any(t.deletes for t in rewritten) else [t.file for t in rewritten]
 
 
-def _changes_per_file(w: RowLevelWrite) -> list[dict]:
+def _changes_per_file(w: RowLevelWrite) -> tuple[list[dict], NotMatched | None]:
     """Per target data file `f` (None: inserted rows): rows updated, positions deleted, rows
     inserted, and the most matched pairs of one of its rows (counted up to 2: more than one is
     all the cardinality check asks). Counted in the tasks that tag the rows where they carry their
-    file's ordinal (FileChanges.java: no shuffle, one job); else by a Spark aggregate."""
+    file's ordinal (FileChanges.java: no shuffle, one job); else by a Spark aggregate. With
+    `w.matched_sources`, also the test of the source rows no pair matched (FileChanges keeps the
+    others' ids); else None."""
     changes = ACTING_SQL if w.plan.source is None else f"{ACTING_SQL} OR {MATCHED_PAIR} OR {OP} = {INSERT}"
     rows = w.tagged.where(changes)
     if w.file_ordinals:
@@ -140,15 +150,21 @@ def _changes_per_file(w: RowLevelWrite) -> list[dict]:
 
         paired = "false" if w.plan.source is None else f"coalesce({MATCHED_PAIR}, false)"
         acts = [f"coalesce({OP} = {op}, false)" for op in (UPDATE, DELETE, INSERT)]
-        facts = select_sql(rows, [FILE_ORDINAL, POS, *acts, paired])
+        facts = select_sql(rows, [FILE_ORDINAL, POS, *acts, paired, *([SOURCE_ROW] if w.matched_sources else [])])
+        shim, not_matched = load_shim(w.spark), None
+        if w.matched_sources:
+            found, jvm_not_matched = shim.file_changes_matching(facts._jdf)
+            not_matched = lambda source_row: jvm_column(jvm_not_matched(source_row._jc))  # noqa: E731
+        else:
+            found = shim.file_changes(facts._jdf)
         paths = [t.file.file_path for t in w.tasks]
         return [{"f": None if o is None else paths[o], "updated": u, "deleted": d, "inserted": i, "pairs": p}
-                for o, u, d, i, p in load_shim(w.spark).file_changes(facts._jdf)]
+                for o, u, d, i, p in found], not_matched
     if w.plan.source is None:  # UPDATE / DELETE: each target row once, no pairs
         per_file = (rows.groupBy(F.col(FILE).alias("f"))
                     .agg(op_count(UPDATE).alias("updated"), op_count(DELETE).alias("deleted"),
                          F.lit(0).alias("inserted"), F.lit(0).alias("pairs")))
-        return [r.asDict() for r in per_file.collect()]
+        return [r.asDict() for r in per_file.collect()], None
     one = F.lit(1)
     if w.merge_rows is not None:
         # the matched side only, every row in a file: rows grouped by file are grouped by position
@@ -162,4 +178,4 @@ def _changes_per_file(w: RowLevelWrite) -> list[dict]:
     per_file = (per_row.groupBy(F.col(FILE).alias("f"))
                 .agg(F.sum("updated").alias("updated"), F.sum("deleted").alias("deleted"),
                      F.sum("inserted").alias("inserted"), F.max("pairs").alias("pairs")))
-    return [r.asDict() for r in per_file.collect()]
+    return [r.asDict() for r in per_file.collect()], None

@@ -48,10 +48,12 @@ from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.core.plan import builder
 from pyice_sql.core.plan.nodes import UPDATE, PruningFilter, RowLevelPlan
 from pyice_sql.core.plan.rules import RuleContext, apply_rules
-from pyice_sql.core.plan.rules.join_type import hash_join_source, keep_broadcast_for_target
+from pyice_sql.core.plan.rules.join_type import (
+    broadcast_by_matched_sources, hash_join_source, keep_broadcast_for_target,
+)
 from pyice_sql.spark.connect_backend import (
     analyzed_deterministic, fill_cache, is_local_data, reads_cached_data, row_count_estimate, size_at_most,
-    size_unknown, within_broadcast_threshold,
+    shuffle_partitions, size_unknown, within_broadcast_threshold,
 )
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
@@ -263,6 +265,7 @@ class RowLevelExecutor:
         task.phase("planning", f"{len(scan.tasks)} of {scan.metrics.data_files_total} data files to scan, "
                                f"{len(scan.delete_files)} delete files ({plan.mode})")
         whole, tasks = self._split_whole_file_deletes(table, plan, scan)
+        broadcastable = plan.broadcast_source  # a small, deterministic source, whatever the target's size
         plan = keep_broadcast_for_target(plan, sum(t.file.file_size_in_bytes for t in tasks))
         v3 = md.format_version >= 3
         # format v3: an updated row keeps its `_row_id`, read with the target rows it replaces
@@ -327,6 +330,15 @@ class RowLevelExecutor:
                                   if read else F.lit(False))
             return rows, target_view if rows is target else self._view(rows), paths
 
+        # copy-on-write MERGE with inserts and a small source, its rows' files known by ordinal: the
+        # count of changes may keep the matched pairs' source row ids (FileChanges.java), so that
+        # pass 2 joins the source by broadcast, its unmatched rows those the ids leave out
+        # (copy_on_write.py)
+        matched_sources = (merge_again and broadcastable and file_path is not None
+                           and broadcast_by_matched_sources(sum(t.file.file_size_in_bytes for t in tasks),
+                                                            shuffle_partitions(self.spark),
+                                                            self.spark.sparkContext.defaultParallelism))
+        broadcast_again = broadcast_again and not matched_sources
         if source is not None:
             # one projection, one analysis; ids stay the same on each read of the persisted source
             source = source.withColumns({SOURCE_MARK: F.lit(True), **(
@@ -338,27 +350,43 @@ class RowLevelExecutor:
         stored = self._store_assignment(plan, schema, (target, target_view),
                                         None if source is None else (source, source_view))
 
+        def tagged_sql(p: RowLevelPlan, t_view: str, s_view: str | None, source_row: bool = False,
+                       copies: bool = False) -> str:
+            return tagged_select(p, schema, t_view, s_view, stored, row_ids, live,
+                                 "_file" if file_path is None else FILE_ORDINAL_COL, source_row, copies)
+
         def tag(p: RowLevelPlan, target: DataFrame, target_view: str, file_path: Column | None,
-                copies: bool = False, sources: tuple[DataFrame, str] | None = None) -> DataFrame:
+                copies: bool = False, sources: tuple[DataFrame, str] | None = None, source_row: bool = False,
+                unmatched: DataFrame | None = None) -> DataFrame:
             """`copies`: MergeRows again (copy-on-write pass 2), whose matched side is computed twice,
-            not cached; `sources`: the source and its view, when not the statement's."""
+            not cached; `sources`: the source and its view, when not the statement's; `source_row`:
+            the rows carry their source row's id; `unmatched`: see `_merge_rows`."""
             rows = self._merge_rows(
                 p, target, target_view, *(sources or (source, source_view)),
-                lambda p, t_view, s_view, source_row=False: tagged_select(
-                    p, schema, t_view, s_view, stored, row_ids, live,
-                    "_file" if file_path is None else FILE_ORDINAL_COL, source_row, copies),
-                cache_matched=not copies)
+                lambda p, t_view, s_view, source_row=source_row: tagged_sql(p, t_view, s_view, source_row, copies),
+                cache_matched=not copies, unmatched=unmatched)
             if file_path is None:
                 return rows
             # the ordinal stays too: the delete writer keys its rows by it
             return rows.withColumns({FILE_ORDINAL: F.col(FILE), FILE: file_path})  # one analysis, not two
 
-        merge_rows = None
-        if merge_again:
-            tagged = tag(plan.with_(join_type=MATCHED_SIDE_JOIN.get(plan.join_type, plan.join_type)),
-                         target, target_view, file_path)
-            merge_again = analyzed_deterministic(tagged)  # both passes must see the same pairs
-            merge_rows = self._merging_again(plan, source, tag, target_rows, broadcast_again) if merge_again else None
+        merge_rows, with_ids = None, None
+        if merge_again:  # both passes must see the same pairs
+            matched_side = plan.with_(join_type=MATCHED_SIDE_JOIN.get(plan.join_type, plan.join_type))
+            if matched_sources:
+                # source row ids, which Spark's analysis calls non-deterministic (they are the same on
+                # each read of the cached or local source): the pairs' determinism is asked without them
+                merge_again = matched_sources = analyzed_deterministic(
+                    self.spark.sql(tagged_sql(matched_side, target_view, source_view)))
+                if matched_sources:  # both passes broadcast it: it is within Spark's broadcast threshold
+                    ids = source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
+                    with_ids = (ids, self._view(ids))
+                    tagged = tag(matched_side, target, target_view, file_path, sources=with_ids, source_row=True)
+            else:
+                tagged = tag(matched_side, target, target_view, file_path)
+                merge_again = analyzed_deterministic(tagged)
+            merge_rows = (self._merging_again(plan, source, tag, target_rows, broadcast_again, with_ids)
+                          if merge_again else None)
         if not merge_again:
             tagged = tag(plan, target, target_view, file_path)
         by_predicate = plan.mode != "merge-on-read" and _rewrites_by_predicate(plan, tagged)
@@ -376,8 +404,9 @@ class RowLevelExecutor:
                           (lambda rows: self.spark.sql(rewrite_select(plan, schema, self._view(rows), stored, v3)))
                           if by_predicate else None, merge_rows, file_ordinals=file_path is not None,
                           read_twice=read_twice,
-                          merged_by_key=merge_again and plan.has_not_matched and not broadcast_again,
-                          merged_as_read=broadcast_again)
+                          merged_by_key=(merge_again and plan.has_not_matched
+                                         and not (broadcast_again or matched_sources)),
+                          merged_as_read=broadcast_again or matched_sources, matched_sources=matched_sources)
         write_mode = ({False: write_copy_on_write, True: write_copy_on_write_v3} if plan.mode != "merge-on-read"
                       else {False: write_merge_on_read, True: write_merge_on_read_v3})[v3]
         written: list[DataFile] = []
@@ -426,41 +455,57 @@ class RowLevelExecutor:
 
     def _merging_again(self, plan: RowLevelPlan, source: DataFrame, tag: Callable[..., DataFrame],
                        target_rows: Callable[[list[FileScanTask]], tuple],
-                       broadcast: bool) -> Callable[[list[FileScanTask]], DataFrame]:
+                       broadcast: bool, with_ids: tuple[DataFrame, str] | None
+                       ) -> Callable[[list[FileScanTask], Callable[[Column], Column] | None], DataFrame]:
         """Copy-on-write MERGE by MergeRows again: the tagged rows of the given files joined with
-        the source so that their target rows are kept. With `broadcast` (the plan's broadcast
-        source, kept over a large target scan) the source is broadcast (see `_merge_rows`), the
-        matched side computed twice, not cached: the source is cached or local, so its row ids are
-        the same on each read. Otherwise the join shuffles both sides, and a small source's rows
-        are hashed over a large read rather than both sides sorted (`hash_join_source`)."""
+        the source so that their target rows are kept. Where the count of changes kept the matched
+        pairs' source rows (`not_matched`: the test of the others' ids), the source (`with_ids`: it
+        with its row ids, and its view) is broadcast and its unmatched rows are the others: the
+        target is read once, not shuffled. With `broadcast`
+        (the plan's broadcast source, kept over a large target scan) the source is broadcast too
+        (see `_merge_rows`), the matched side computed twice, not cached: the source is cached or
+        local, so its row ids are the same on each read. Otherwise the join shuffles both sides,
+        and a small source's rows are hashed over a large read rather than both sides sorted
+        (`hash_join_source`)."""
         keeping = plan.with_(join_type=TARGET_KEEPING_JOIN.get(plan.join_type, plan.join_type))
         if broadcast:
             keeping = keeping.with_(broadcast_source=True)
             with_ids = source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
             sources = (with_ids, self._view(F.broadcast(with_ids)))
-            return lambda read: tag(keeping, *target_rows(read), copies=True, sources=sources)
+            return lambda read, _: tag(keeping, *target_rows(read), copies=True, sources=sources)
 
-        def merged(read: list[FileScanTask]) -> DataFrame:
+        def merged(read: list[FileScanTask], not_matched: Callable[[Column], Column] | None) -> DataFrame:
+            if not_matched is not None:
+                return tag(keeping.with_(broadcast_source=True), *target_rows(read), copies=True, sources=with_ids,
+                           unmatched=with_ids[0].where(not_matched(F.col(SOURCE_ROW))))
             hashed = hash_join_source(keeping, sum(t.file.file_size_in_bytes for t in read))
             return tag(keeping, *target_rows(read), copies=True,
                        sources=(source, self._view(source.hint("shuffle_hash"))) if hashed else None)
         return merged
 
     def _merge_rows(self, plan: RowLevelPlan, target: DataFrame, target_view: str, source: DataFrame | None,
-                    source_view: str | None, select: Callable[..., str], cache_matched: bool = True) -> DataFrame:
+                    source_view: str | None, select: Callable[..., str], cache_matched: bool = True,
+                    unmatched: DataFrame | None = None) -> DataFrame:
         """MergeRows' rows, `select` over (plan, target view, source view). With a broadcast
         source (`source_view` broadcasts `source`), the UNION ALL of the matched side's rows,
         persisted (read by the union and for their source ids), and of the unmatched source rows
-        over an empty target (compile/merge_rows.py): the target is scanned once, not shuffled."""
+        over an empty target (compile/merge_rows.py): the target is scanned once, not shuffled.
+        `unmatched`: those source rows, known already: one query then, the matched side read once,
+        no ids carried, the unmatched rows (few: the source is small) in one task, so one file."""
         if not plan.broadcast_source:
             return self.spark.sql(select(plan, target_view, source_view))
-        matched = self.spark.sql(select(plan.with_(join_type=MATCHED_SIDE_JOIN[plan.join_type]), target_view,
-                                        source_view, source_row=True))
+        empty_target = self._view(target.where(F.lit(False)))
+        matched_side = plan.with_(join_type=MATCHED_SIDE_JOIN[plan.join_type])
+        if unmatched is not None:
+            rest = select(plan, empty_target, self._view(unmatched))
+            return self.spark.sql(f"{select(matched_side, target_view, source_view)} "
+                                  f"UNION ALL SELECT /*+ COALESCE(1) */ * FROM ({rest})")
+        matched = self.spark.sql(select(matched_side, target_view, source_view, source_row=True))
         if cache_matched:
             matched = matched.persist()
             self._persisted.append(matched)
-        unmatched = self._view(self.spark.sql(unmatched_source_select(self._view(source), self._view(matched))))
-        rest = self.spark.sql(select(plan, self._view(target.where(F.lit(False))), unmatched, source_row=True))
+        unmatched_view = self._view(self.spark.sql(unmatched_source_select(self._view(source), self._view(matched))))
+        rest = self.spark.sql(select(plan, empty_target, unmatched_view, source_row=True))
         return matched.unionAll(rest).drop(SOURCE_ROW)
 
     def _store_assignment(self, plan: RowLevelPlan, schema, target: tuple[DataFrame, str],

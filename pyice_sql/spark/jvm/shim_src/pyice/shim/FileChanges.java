@@ -12,9 +12,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
 import org.roaringbitmap.longlong.Roaring64Bitmap;
 
 /**
@@ -29,6 +33,10 @@ import org.roaringbitmap.longlong.Roaring64Bitmap;
  * position (null for an inserted row), whether its action updates, deletes or inserts, and whether it is a matched
  * pair. {@link #perFile} returns a JSON array of {@code [ordinal, updated, deleted, inserted, pairs]}, the
  * ordinal null for inserted rows and {@code pairs} 0, 1 or 2 (two or more pairs on one position).
+ *
+ * <p>A seventh column, when there is one, is the row's source row id (a MERGE's source rows numbered by dml.py):
+ * the ids of the matched pairs' source rows are kept in one more bitmap, so that {@link Changes#notMatched} tells
+ * the source rows no target row matched without a second join (copy_on_write.py).
  */
 public final class FileChanges implements MapPartitionsFunction<Row, byte[]> {
     private static final long serialVersionUID = 1L;
@@ -75,36 +83,103 @@ public final class FileChanges implements MapPartitionsFunction<Row, byte[]> {
 
     /** The changes per data file of {@code rows} (see the class comment), one Spark job. */
     public static String perFile(Dataset<Row> rows) throws IOException {
+        return perFileOf(count(rows));
+    }
+
+    /** A JSON array of {@code [ordinal, updated, deleted, inserted, pairs]} (see the class comment). */
+    public static String perFileOf(Changes changes) {
+        return changes.perFile();
+    }
+
+    /** See {@link Changes#notMatched}. */
+    public static Column notMatched(Changes changes, Column sourceRow) throws IOException {
+        return changes.notMatched(sourceRow);
+    }
+
+    /** The changes of {@code rows} (see the class comment), one Spark job, kept for the questions below. */
+    public static Changes count(Dataset<Row> rows) throws IOException {
         List<byte[]> parts = rows.mapPartitions(new FileChanges(), Encoders.BINARY()).collectAsList();
-        Map<Long, Counts> merged = new TreeMap<>();
+        Changes changes = new Changes();
         for (byte[] part : parts) {
             DataInputStream in = new DataInputStream(new ByteArrayInputStream(part));
             for (int n = in.readInt(); n > 0; n--) {
                 long ordinal = in.readLong();
                 Counts c = Counts.read(in);
-                Counts seen = merged.putIfAbsent(ordinal, c);
+                Counts seen = changes.files.putIfAbsent(ordinal, c);
                 if (seen != null) {
                     seen.merge(c);
                 }
             }
+            Roaring64Bitmap sources = new Roaring64Bitmap();
+            sources.deserialize(in);
+            changes.matchedSources.or(sources);
         }
-        StringBuilder sb = new StringBuilder("[");
-        for (Map.Entry<Long, Counts> e : merged.entrySet()) {
-            Counts c = e.getValue();
-            int pairs = !c.twice.isEmpty() ? 2 : c.paired.isEmpty() ? 0 : 1;
-            sb.append(sb.length() > 1 ? "," : "").append('[')
-              .append(e.getKey() == NO_FILE ? "null" : String.valueOf(e.getKey())).append(',')
-              .append(c.updated.getLongCardinality()).append(',').append(c.deleted.getLongCardinality()).append(',')
-              .append(c.inserted).append(',').append(pairs).append(']');
+        return changes;
+    }
+
+    /** What {@link #count} found, merged on the driver. */
+    public static final class Changes {
+        private final Map<Long, Counts> files = new TreeMap<>();
+        private final Roaring64Bitmap matchedSources = new Roaring64Bitmap();
+
+        String perFile() {
+            StringBuilder sb = new StringBuilder("[");
+            for (Map.Entry<Long, Counts> e : files.entrySet()) {
+                Counts c = e.getValue();
+                int pairs = !c.twice.isEmpty() ? 2 : c.paired.isEmpty() ? 0 : 1;
+                sb.append(sb.length() > 1 ? "," : "").append('[')
+                  .append(e.getKey() == NO_FILE ? "null" : String.valueOf(e.getKey())).append(',')
+                  .append(c.updated.getLongCardinality()).append(',').append(c.deleted.getLongCardinality())
+                  .append(',').append(c.inserted).append(',').append(pairs).append(']');
+            }
+            return sb.append(']').toString();
         }
-        return sb.append(']').toString();
+
+        /**
+         * A boolean column over a source row id column: true where no matched pair had that source row. The ids are
+         * shipped with the tasks as one bitmap (the executor's ids run in ranges per source partition: a few bytes
+         * per range).
+         */
+        Column notMatched(Column sourceRow) throws IOException {
+            matchedSources.runOptimize();
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            DataOutputStream out = new DataOutputStream(bytes);
+            matchedSources.serialize(out);
+            out.flush();
+            return functions.udf(new NotIn(bytes.toByteArray()), DataTypes.BooleanType).apply(sourceRow);
+        }
+    }
+
+    /** True for an id not in the bitmap (serialized: Roaring64Bitmap is not Serializable). */
+    private static final class NotIn implements UDF1<Long, Boolean> {
+        private static final long serialVersionUID = 1L;
+        private final byte[] serialized;
+        private transient Roaring64Bitmap ids;
+
+        NotIn(byte[] serialized) {
+            this.serialized = serialized;
+        }
+
+        @Override
+        public Boolean call(Long id) throws IOException {
+            if (ids == null) {
+                Roaring64Bitmap b = new Roaring64Bitmap();
+                b.deserialize(new DataInputStream(new ByteArrayInputStream(serialized)));
+                ids = b;
+            }
+            return id != null && !ids.contains(id);
+        }
     }
 
     @Override
     public Iterator<byte[]> call(Iterator<Row> rows) throws IOException {
         Map<Long, Counts> files = new HashMap<>();
+        Roaring64Bitmap sources = new Roaring64Bitmap();
         while (rows.hasNext()) {
             Row r = rows.next();
+            if (r.length() > 6 && r.getBoolean(5) && !r.isNullAt(6)) {
+                sources.addLong(r.getLong(6));
+            }
             long ordinal = r.isNullAt(0) ? NO_FILE : r.getLong(0);
             Counts c = files.computeIfAbsent(ordinal, k -> new Counts());
             if (r.getBoolean(4)) {
@@ -135,6 +210,8 @@ public final class FileChanges implements MapPartitionsFunction<Row, byte[]> {
             out.writeLong(e.getKey());
             e.getValue().write(out);
         }
+        sources.runOptimize();
+        sources.serialize(out);
         out.flush();
         return Collections.singletonList(bytes.toByteArray()).iterator();
     }
