@@ -273,10 +273,11 @@ class RowLevelExecutor:
         # UPDATE / DELETE test the rows' position deletes after their own condition (reader.read_tasks)
         live = LIVE if plan.source is None else None
         # copy-on-write MERGE: the matched side first (files, counts, cardinality), then MergeRows
-        # again over the files to rewrite (copy_on_write.py); no source row ids to carry
+        # again over the files to rewrite (copy_on_write.py)
         merge_again = plan.mode != "merge-on-read" and not v3 and _merges_again(plan)
-        # pass 2 broadcasts the source where the plan would (over a large target scan); otherwise a
-        # NOT MATCHED clause makes it shuffle both sides by key, as Iceberg Java's ReplaceData does
+        # pass 2 broadcasts the source where the plan would (over a large target scan) and the first
+        # pass cannot keep the matched source rows' ids (`matched_sources` below); otherwise a NOT
+        # MATCHED clause makes it shuffle both sides by key, as Iceberg Java's ReplaceData does
         broadcast_again = merge_again and plan.broadcast_source
         if merge_again:
             plan = plan.with_(broadcast_source=False)
