@@ -483,8 +483,19 @@ class ShimHandle:
         position's second row fails its task with the message `on_repeat`, or is dropped where it is None."""
         return self._call("PositionDeleteWriter", "along", rows, targets, previous, self._conf(), codec, on_repeat)
 
+    def write_deletion_vectors(self, rows: Any, targets: str, previous: str | None) -> str:
+        """PositionDeleteWriter.writeVectors: `write_position_delete_files` for a format v3 table, whose
+        tasks return each data file's deletion vector blob (a JSON array, see write/delete_writer.py)."""
+        return self._call_text("PositionDeleteWriter", "writeVectors", rows, targets, previous, self._conf())
+
+    def deletion_vectors_along(self, rows: Any, targets: str, previous: str | None, on_repeat: str | None) -> Any:
+        """PositionDeleteWriter.alongVectors: `position_delete_files_along` for a format v3 table; its
+        tasks leave deletion vector blobs, read with `delete_file_summaries`."""
+        return self._call("PositionDeleteWriter", "alongVectors", rows, targets, previous, self._conf(), on_repeat)
+
     def delete_file_summaries(self, along: Any) -> str:
-        """The footer summaries (a JSON array) of the delete files written along a data file write."""
+        """The footer summaries (a JSON array) of the delete files written along a data file write (or
+        their deletion vector blobs)."""
         return self._call_text("PositionDeleteWriter", "summaries", along)
 
     def along_counts(self, along: Any) -> dict[str, int]:

@@ -28,24 +28,34 @@ grouped by file and in position order already, so the scan's tasks write the del
 no shuffle at all: one Spark job, where Iceberg Java runs two (`_read_straight`). The
 writer fails a task that sees a file's rows come apart, and the driver a statement whose delete
 file two tasks wrote (delete_writer.py), so a split that did cut a file can never commit.
+
+Format v3 takes the same paths with the shim (`write_deletion_vectors_in_tasks`): the task that
+would write a data file's delete file serializes its deletion vector instead, every position
+delete that applies to the file folded in (readers take the DV alone), and the driver writes the
+statement's DVs as one Puffin file; the new rows carry their lineage. Without the shim,
+merge_on_read_v3.py.
 """
 from __future__ import annotations
 
 import uuid
 from contextlib import nullcontext
+from typing import Callable
 
 from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
 
 from pyice_sql.core.model.manifest import DataFile, FileContent
+from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.plan.nodes import DELETE, INSERT
 from pyice_sql.spark.frames import select_sql
+from pyice_sql.spark.schema import frame_schema
 from pyice_sql.spark.read.reader import read_position_deletes
-from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS
+from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS, ROW_ID
 from pyice_sql.spark.rowlevel.context import (
     ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, acting_rows, counting_new_rows,
     deleted_count, file_scoped_deletes, matched, new_row, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import files_read_whole, quote, split_size, write_data_files
+from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
 from pyice_sql.spark.write.delete_writer import (
     InTaskTargets, PerFile, along_columns, in_task_targets, write_position_deletes, write_position_deletes_along,
 )
@@ -57,14 +67,37 @@ _TWO_PAIRS = f"{CARDINALITY_MARKER}: a target row matched more than one source r
 
 
 def write_merge_on_read(w: RowLevelWrite) -> Written:
-    check = w.checks_cardinality
+    return _write(w, *_targets(w, vectors=False))
+
+
+def write_deletion_vectors_in_tasks(w: RowLevelWrite) -> Written | None:
+    """The same writes on a format v3 table: each data file's deletion vector (all its previous
+    position deletes folded in) serialized by the tasks that would write its delete file, the
+    new rows carrying their lineage; None where the tasks cannot (no JVM shim: the caller writes
+    them through Spark, merge_on_read_v3.py)."""
+    targets, folded, in_tasks = _targets(w, vectors=True)
+    return None if in_tasks is None else _write(w, targets, folded, in_tasks)
+
+
+def _targets(w: RowLevelWrite, vectors: bool) -> tuple[dict[str, DataFile], dict[str, list], InTaskTargets | None]:
+    """The data files read, by path; the previous deletes each one's new deletes fold in (v2: the
+    file-scoped delete files, which the commit then removes; v3: every position delete that
+    applies, since readers take a DV alone); and the in-task writer's targets (None: Spark's
+    writer)."""
     targets = {t.file.file_path: t.file for t in w.tasks}
     # the rows' file ordinals index `targets` too: one target per task, in the tasks' order
     by_ordinal = w.file_ordinals and len(targets) == len(w.tasks)
-    folded = {t.file.file_path: file_scoped_deletes(t) for t in w.tasks}
+    folded = {t.file.file_path: [d for d in t.deletes if d.data_file.content == FileContent.POSITION_DELETES]
+              if vectors else file_scoped_deletes(t) for t in w.tasks}
     folded = {p: ds for p, ds in folded.items() if ds}
-    in_tasks = in_task_targets(w.spark, targets, folded, FILE_ORDINAL if by_ordinal else None)
-    as_read = in_tasks is not None and by_ordinal and _read_straight(w, list(targets.values()))
+    return targets, folded, in_task_targets(w.spark, targets, folded, FILE_ORDINAL if by_ordinal else None, vectors)
+
+
+def _write(w: RowLevelWrite, targets: dict[str, DataFile], folded: dict[str, list],
+           in_tasks: InTaskTargets | None) -> Written:
+    check = w.checks_cardinality
+    by_ordinal = in_tasks is not None and in_tasks.ordinal is not None
+    as_read = by_ordinal and _read_straight(w, list(targets.values()))
     if in_tasks is not None and _in_one_job(w):
         return _write_in_one_job(w, targets, folded, in_tasks)
     if w.writes_rows:  # the delete write, then the data write
@@ -73,7 +106,7 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     tagged, counts = counting_new_rows(w) if w.writes_rows else (w.tagged, None)
     rows = acting_rows(w, acting() | matched(w.plan) if check else acting(), tagged).select(
         F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP), F.lit(False).alias(OLD),
-        *([F.col(FILE_ORDINAL)] if by_ordinal and in_tasks is not None else []))
+        *([F.col(FILE_ORDINAL)] if by_ordinal else []))
     unioned = bool(folded) and in_tasks is None
     if unioned:  # Spark's writer: the previous delete rows of every file read ride along in the shuffle
         old = read_position_deletes(w.spark, [d.data_file for ds in folded.values() for d in ds])
@@ -86,12 +119,28 @@ def write_merge_on_read(w: RowLevelWrite) -> Written:
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
-    data_files, counted = write_new_rows(
-        w, lambda rows, n: write_data_files(w.checked_rows(rows), w.write, rebalance=True, known_rows=n),
-        counts if delete_files else None)
+    write_rows = _new_rows_writer(w, in_tasks)
+    data_files, counted = write_new_rows(w, lambda rows, n: write_rows(rows, rebalance=True, known_rows=n),
+                                         counts if delete_files else None)
+    return _written(counted, deleted, data_files, delete_files, folded)
+
+
+def _new_rows_writer(w: RowLevelWrite, in_tasks: InTaskTargets | None) -> Callable[..., list[DataFile]]:
+    """The data file write of the new rows (keywords: `write_data_files`'); on format v3 they carry
+    their lineage (an updated row keeps its `_row_id`)."""
+    if in_tasks is not None and in_tasks.vectors:
+        return lambda rows, **kw: write_with_lineage(w.checked_rows(with_row_ids(rows, ROW_ID)), w.write, **kw)
+    return lambda rows, **kw: write_data_files(w.checked_rows(rows), w.write, **kw)
+
+
+def _written(counted: dict, deleted: int, data_files: list[DataFile], delete_files: list[DataFile],
+             folded: dict[str, list]) -> Written:
+    """The commit's inputs: the previous deletes of a file with new deletes are removed where they
+    apply to it alone (a partition-scoped delete file may serve other files)."""
     touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
-    return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
-                   folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
+    return Written(updated=counted.get("updated") or 0, deleted=deleted, inserted=counted.get("inserted") or 0,
+                   data_files=data_files, delete_files=delete_files, referenced=touched,
+                   folded=[d for p in touched for d in folded.get(p, ()) if referenced_path(d.data_file) == p])
 
 
 def _read_straight(w: RowLevelWrite, files: list[DataFile]) -> bool:
@@ -126,17 +175,16 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     new = new_row()
     # only what the shuffle, the per-file step and the data write read: the tagged rows' other
     # columns would widen the shuffle and the shim's row conversion, and every plan over them
+    row_id = [ROW_ID] if in_tasks.vectors and ROW_ID in frame_schema(w.tagged).names else []
     rows = select_sql(acting_rows(w, acting() | new | matched(w.plan) if check else acting() | new), [
-        *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields)])
+        *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields),
+        *row_id])
+    write_rows = _new_rows_writer(w, in_tasks)
     delete_files, data_files, counted = write_position_deletes_along(
-        rows, targets, w.write, in_tasks, lambda rows: write_data_files(w.checked_rows(rows), w.write, in_place=True),
-        _TWO_PAIRS if check else None)
+        rows, targets, w.write, in_tasks, lambda rows: write_rows(rows, in_place=True), _TWO_PAIRS if check else None)
     if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
         return Written()
-    touched = list(dict.fromkeys(d.referenced_data_file for d in delete_files))
-    return Written(updated=counted.get("updated") or 0, deleted=counted.get("deleted") or 0,
-                   inserted=counted.get("inserted") or 0, data_files=data_files, delete_files=delete_files,
-                   folded=[d for p in touched for d in folded.get(p, ())], referenced=touched)
+    return _written(counted, counted.get("deleted") or 0, data_files, delete_files, folded)
 
 
 def _counting(w: RowLevelWrite, check: bool, folding: bool, observation: Observation,

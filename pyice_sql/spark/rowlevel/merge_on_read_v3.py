@@ -1,10 +1,13 @@
 """Merge-on-read on format v3 tables: deletion vectors for the changed rows, data files carrying
-the updated rows' `_row_id` for the new ones.
+the updated rows' `_row_id` for the new ones (spark/write/lineage_columns.py).
 
-The v2 write (merge_on_read.py) checks cardinality and drops a position changed twice inside the
-position-delete write; a deletion vector is a set, so spark/write/dv_writer.py does both in the
-grouping that merges each file's positions with its previous deletes. Updated rows keep their
-identity (spark/write/lineage_columns.py). Counts come from the DV write and a Spark observation.
+Where the JVM shim is loaded, the v2 write's shape (merge_on_read.py) with each data file's DV
+serialized by the task that holds its rows, in place of a delete file: an UPDATE or a MERGE over a
+small source in one job, a DELETE in the scan's tasks; the driver writes the blobs as one Puffin
+file. Otherwise (Spark Connect, speculative execution) the tagged rows are cached and
+spark/write/dv_writer.py groups each file's positions with its previous deletes through a shuffle
+(a DV is a set: that grouping drops a position changed twice and checks cardinality), then the
+new rows are written. Counts there come from the DV write and a Spark observation.
 """
 from __future__ import annotations
 
@@ -15,11 +18,15 @@ from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS, ROW_ID
 from pyice_sql.spark.rowlevel.context import (
     CARDINALITY_MARKER, RowLevelWrite, Written, acting, acting_rows, counting_new_rows, matched, write_new_rows,
 )
+from pyice_sql.spark.rowlevel.merge_on_read import write_deletion_vectors_in_tasks
 from pyice_sql.spark.write.dv_writer import Changes, write_deletion_vectors
 from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
 
 
 def write_merge_on_read_v3(w: RowLevelWrite) -> Written:
+    in_tasks = write_deletion_vectors_in_tasks(w)
+    if in_tasks is not None:
+        return in_tasks
     check = w.checks_cardinality
     if w.writes_rows:  # the deletion vector write, then the data write
         w.read_twice(w.tagged)

@@ -23,6 +23,7 @@ Two writers:
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from typing import Callable, NamedTuple
@@ -39,6 +40,7 @@ from pyice_sql.spark.connect_backend import conf_enabled, is_connect
 from pyice_sql.spark.read.file_keys import deletes_spec, file_key_sql, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import WriteContext, final_locations, quote, write_options, written_files
+from pyice_sql.spark.write.dv_writer import write_vectors
 from pyice_sql.core.format.locations import (
     data_location, file_name, new_file_location, new_operation_id, partition_to_path,
 )
@@ -65,12 +67,13 @@ PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
 class InTaskTargets(NamedTuple):
     """What the in-task writer needs beyond the rows: each target's 64-bit key (in the order of
     the targets), the column of the rows giving their data file's index among the targets (None:
-    the key is the hash of the path), and the spec of the previous deletes it folds (None: folds
-    nothing)."""
+    the key is the hash of the path), the spec of the previous deletes it folds (None: folds
+    nothing), and whether it writes deletion vectors (format v3) rather than delete files."""
 
     keys: list[int]
     ordinal: str | None
     previous: str | None
+    vectors: bool = False
 
     def key_sql(self, path: str) -> str:
         """The SQL of a row's key, where the column `path` holds its data file's path."""
@@ -78,14 +81,16 @@ class InTaskTargets(NamedTuple):
 
 
 def in_task_targets(spark: SparkSession, targets: dict[str, DataFile], folded: dict[str, list[ManifestEntry]],
-                    ordinal: str | None = None) -> InTaskTargets | None:
+                    ordinal: str | None = None, vectors: bool = False) -> InTaskTargets | None:
     """The targets' keys when the delete files can be written in the tasks, which then also fold
     the previous deletes `folded` (per data file path); None: Spark's writer (no shim, two targets
     share a key, a previous delete the shim cannot read, a path holding a separator of the writer's
     targets spec, or speculative execution, whose second attempt of a task would write the same
     file as the first: Spark's commit protocol keeps one).
     `ordinal`: the column of the rows giving their data file's index in `targets`, which then keys
-    them (else the hash of the path, computed per row and for each target by a JVM query)."""
+    them (else the hash of the path, computed per row and for each target by a JVM query).
+    `vectors`: the tasks serialize each target's deletion vector (format v3), which the driver
+    writes as one Puffin file (dv_writer.write_vectors), instead of writing delete files."""
     if not targets or is_connect(spark) or conf_enabled(spark, "spark.speculation", False):
         return None
     if any(_RECORD in p or _FIELD in p for p in targets):  # the targets spec could not hold the path
@@ -97,7 +102,7 @@ def in_task_targets(spark: SparkSession, targets: dict[str, DataFile], folded: d
     previous = deletes_spec([(key_of[p], p, entries) for p, entries in folded.items()]) if folded else None
     if folded and previous is None:
         return None
-    return InTaskTargets(keys, ordinal, previous)
+    return InTaskTargets(keys, ordinal, previous, vectors)
 
 
 def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
@@ -160,11 +165,12 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
     spark = rows.sparkSession
     keyed, outputs, spec = _in_task_rows(rows, targets, ctx, None, in_tasks, along=True)
     shim = load_shim(spark)
-    along = shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx), on_repeat)
+    along = (shim.deletion_vectors_along(keyed._jdf, spec, in_tasks.previous, on_repeat) if in_tasks.vectors else
+             shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx), on_repeat))
     data_files: list[DataFile] = []
     try:
         data_files = write_rows(type(rows)(along.rows(), spark))  # pyspark's classic DataFrame of a JVM one
-        return WrittenAlong(_described(shim.delete_file_summaries(along), targets, outputs), data_files,
+        return WrittenAlong(_described(shim.delete_file_summaries(along), targets, outputs, ctx), data_files,
                             shim.along_counts(along))
     except BaseException:
         _delete_planned(ctx, outputs)
@@ -180,9 +186,11 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
     spark = deletes.sparkSession
     rows, outputs, spec = _in_task_rows(deletes, targets, ctx, per_file, in_tasks, as_read=as_read)
     rows = rows.select(_KEY, F.col("_pos").cast("long"))
+    shim = load_shim(spark)
     try:
-        footers = load_shim(spark).write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx))
-        return _described(footers, targets, outputs)
+        written = (shim.write_deletion_vectors(rows._jdf, spec, in_tasks.previous) if in_tasks.vectors else
+                   shim.write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx)))
+        return _described(written, targets, outputs, ctx)
     except BaseException:
         _delete_planned(ctx, outputs)
         raise
@@ -192,22 +200,24 @@ def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteConte
                   in_tasks: InTaskTargets, along: bool = False, as_read: bool = False
                   ) -> tuple[DataFrame, dict[str, str], str]:
     """The in-task writer's rows (keyed, grouped by data file, sorted by position, `per_file`
-    applied), each target's planned delete file, and the writer's targets spec. `along`: the rows
-    go on to a data file write, keyed already (`write_position_deletes_along`); `as_read`: they
-    come grouped and sorted from the scan (`write_position_deletes`)."""
+    applied), each target's planned delete file (none for deletion vectors), and the writer's
+    targets spec. `along`: the rows go on to a data file write, keyed already
+    (`write_position_deletes_along`); `as_read`: they come grouped and sorted from the scan
+    (`write_position_deletes`)."""
     operation_id = new_operation_id(deletes=True)
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
-    outputs = {path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
-                                       file_name(i, 0, operation_id, 1, deletes=True))
-               for i, (path, f) in enumerate(targets.items())}
+    outputs = {} if in_tasks.vectors else {
+        path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
+                                file_name(i, 0, operation_id, 1, deletes=True))
+        for i, (path, f) in enumerate(targets.items())}
     if not along:
         rows = rows.withColumn(_KEY, F.expr(in_tasks.key_sql("_file")))
     if not as_read:
         rows = _grouped_by_file(rows, len(targets), along).sortWithinPartitions(_KEY, "_pos")
     if per_file is not None:
         rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))
-    spec = _RECORD.join(f"{key}{_FIELD}{out}{_FIELD}{path}"
-                        for key, (path, out) in zip(in_tasks.keys, outputs.items()))
+    spec = _RECORD.join(f"{key}{_FIELD}{outputs.get(path, '')}{_FIELD}{path}"
+                        for key, path in zip(in_tasks.keys, targets))
     return rows, outputs, spec
 
 
@@ -229,24 +239,39 @@ def _delete_planned(ctx: WriteContext, outputs: dict[str, str]) -> None:
         ctx.io.delete(out)
 
 
-def _described(footers: str, targets: dict[str, DataFile], outputs: dict[str, str]) -> list[DataFile]:
-    """The in-task writer's footer summaries as delete files of their data files. A delete file
-    written twice (two tasks held rows of its data file, each writing part of its positions over
-    the other's) fails the statement, never commits part of them."""
+def _described(written: str, targets: dict[str, DataFile], outputs: dict[str, str],
+               ctx: WriteContext) -> list[DataFile]:
+    """The in-task writer's answer as delete entries of their data files: the footer summaries of
+    the delete files it wrote at `outputs`, or (deletion vectors: no `outputs`) the blobs it
+    serialized, written here as one Puffin file. A data file's deletes written by two tasks (each
+    held part of its rows, and wrote its part over the other's) fail the statement, never commit
+    part of them."""
+    summaries = json.loads(written)
+    if not outputs:
+        _once([f["dataFile"] for f in summaries], lambda path: (path, "two deletion vectors"))
+        out = write_vectors(sorted((f["dataFile"], base64.b64decode(f["blob"]), f["cardinality"])
+                                   for f in summaries), targets, ctx) if summaries else []
+        fault_point("delete-files")
+        return out
     data_file_of = {out: targets[p] for p, out in outputs.items()}
-    summaries = json.loads(footers)
-    seen: set[str] = set()
-    for path in (f["path"] for f in summaries):
-        if path in seen:
-            raise RuntimeError(f"the position deletes of data file {data_file_of[path].file_path} were written by "
-                               f"two tasks (delete file {path}): its rows were not read by one task")
-        seen.add(path)
-    written = [data_file_from_footer(f, DELETE_SCHEMA, _FULL_METRICS, f["path"], data_file_of[f["path"]].partition,
-                                     data_file_of[f["path"]].spec_id, FileContent.POSITION_DELETES,
-                                     referenced_data_file=data_file_of[f["path"]].file_path)
-               for f in summaries]
+    _once([f["path"] for f in summaries], lambda path: (data_file_of[path].file_path, f"delete file {path}"))
+    out = [data_file_from_footer(f, DELETE_SCHEMA, _FULL_METRICS, f["path"], data_file_of[f["path"]].partition,
+                                 data_file_of[f["path"]].spec_id, FileContent.POSITION_DELETES,
+                                 referenced_data_file=data_file_of[f["path"]].file_path)
+           for f in summaries]
     fault_point("delete-files")
-    return written
+    return out
+
+
+def _once(paths: list[str], named: Callable[[str], tuple[str, str]]) -> None:
+    """Fails on a path written twice; `named` gives its data file and what was written twice."""
+    seen: set[str] = set()
+    for path in paths:
+        if path in seen:
+            data_file, what = named(path)
+            raise RuntimeError(f"the position deletes of data file {data_file} were written by two tasks ({what}): "
+                               "its rows were not read by one task")
+        seen.add(path)
 
 
 def _write_with_spark(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,

@@ -102,21 +102,29 @@ def write_deletion_vectors(spark: SparkSession, changes: Changes | None, touched
         "deleted").collect())
     if not blobs:
         return [], [], 0
-    targets = {t.file.file_path: t.file for t in touched}
-    content, written = write_puffin(
-        [Blob(BLOB_TYPE, (ROW_POSITION_FIELD_ID,), blob, {REFERENCED_DATA_FILE: target, CARDINALITY: str(card)})
-         for target, blob, card, _ in blobs], {"created-by": _CREATED_BY})
-    name = file_name(0, 0, new_operation_id(deletes=True), 1, deletes=True, extension=PUFFIN.lower())
-    path = new_file_location(ctx.location, ctx.properties, "", name)
-    ctx.io.write_new(path, content)
-    out = [DataFile(content=FileContent.POSITION_DELETES, file_path=path, file_format=PUFFIN,
-                    partition=targets[target].partition, spec_id=targets[target].spec_id, record_count=card,
-                    file_size_in_bytes=len(content), referenced_data_file=target, content_offset=meta.offset,
-                    content_size_in_bytes=meta.length)
-           for (target, _, card, _), meta in zip(blobs, written)]
+    out = write_vectors([(target, blob, card) for target, blob, card, _ in blobs],
+                        {t.file.file_path: t.file for t in touched}, ctx)
     touched_paths = {target for target, _, _, _ in blobs}
     replaced = [d for d in previous.values() if referenced_path(d.data_file) in touched_paths]
     return out, replaced, sum(deleted for _, _, _, deleted in blobs)
+
+
+def write_vectors(blobs: list[tuple[str, bytes, int]], targets: dict[str, DataFile],
+                  ctx: WriteContext) -> list[DataFile]:
+    """The statement's deletion vectors, `blobs` of (data file path, serialized DV, cardinality) in
+    the order to store them, written as one Puffin file; one delete-file entry per DV, in the spec
+    and partition of its data file (`targets` by path)."""
+    content, written = write_puffin(
+        [Blob(BLOB_TYPE, (ROW_POSITION_FIELD_ID,), blob, {REFERENCED_DATA_FILE: target, CARDINALITY: str(card)})
+         for target, blob, card in blobs], {"created-by": _CREATED_BY})
+    name = file_name(0, 0, new_operation_id(deletes=True), 1, deletes=True, extension=PUFFIN.lower())
+    path = new_file_location(ctx.location, ctx.properties, "", name)
+    ctx.io.write_new(path, content)
+    return [DataFile(content=FileContent.POSITION_DELETES, file_path=path, file_format=PUFFIN,
+                     partition=targets[target].partition, spec_id=targets[target].spec_id, record_count=card,
+                     file_size_in_bytes=len(content), referenced_data_file=target, content_offset=meta.offset,
+                     content_size_in_bytes=meta.length)
+            for (target, _, card), meta in zip(blobs, written)]
 
 
 def _positions_per_file(rows: DataFrame, cardinality_error: str | None, only_changed: bool) -> DataFrame:

@@ -37,14 +37,14 @@ def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
 
 
 def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True,
-                       known_rows: int | None = None,
+                       known_rows: int | None = None, in_place: bool = False,
                        read_straight: Sequence[DataFile] = ()) -> list[DataFile]:
     """Write `rows` (the table's columns plus the two lineage columns) as data files
-    (`rebalance`, `known_rows` and `read_straight` as `write_data_files`; row-level writes want a
-    rebalance or their files' layout, a compaction has its own)."""
+    (`rebalance`, `known_rows`, `in_place` and `read_straight` as `write_data_files`; row-level
+    writes want a rebalance or their files' layout, a compaction has its own)."""
     schema = Schema(ctx.schema.fields + LINEAGE_FIELDS, ctx.schema.schema_id, ctx.schema.identifier_field_ids)
     files = write_data_files(rows, replace(ctx, schema=schema), rebalance=rebalance, known_rows=known_rows,
-                             read_straight=read_straight)
+                             in_place=in_place, read_straight=read_straight)
     return [replace(f, **{name: _without_lineage(getattr(f, name)) for name in (
         "column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")})
         for f in files]

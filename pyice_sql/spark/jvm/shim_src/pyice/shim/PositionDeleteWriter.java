@@ -3,6 +3,7 @@ package pyice.shim;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -63,6 +64,10 @@ import org.apache.spark.util.TaskFailureListener;
  * one task: one write job instead of two. The rows stay Spark's internal rows: a {@code mapPartitions} over
  * {@code Row}s converted every changed row twice, and on a fresh executor its generated conversions initialized
  * Scala reflection (~1.5 s, once per executor JVM, measured on {@code local-cluster}).
+ *
+ * <p>On a format v3 table ({@link #writeVectors}, {@link #alongVectors}) each data file gets a deletion vector
+ * instead: the same rows, grouping and folding (a DV holds every deleted position of its file), but the task hands
+ * back the serialized blob in place of a footer, and the driver writes the statement's blobs as one Puffin file.
  */
 public final class PositionDeleteWriter implements MapPartitionsFunction<Row, String> {
     private static final long serialVersionUID = 1L;
@@ -79,7 +84,7 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
     private final Shipped targets;
     private final Broadcast<byte[]> conf;
     private final DeleteLoader previous;  // null: nothing to fold
-    private final String codec;
+    private final String codec;  // null: deletion vector blobs, not Parquet files (format v3)
 
     private PositionDeleteWriter(Shipped targets, Broadcast<byte[]> conf, DeleteLoader previous,
                                  String codec) {
@@ -93,13 +98,31 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * Writes the delete files of {@code rows} (see the class comment) and returns their footer summaries as a
      * JSON array. {@code previousSpec} ({@link DeleteLoader}, keyed like the rows; null when nothing is folded)
      * names the delete files whose positions each data file's new file takes over; {@code codec} is a Parquet
-     * compression codec name ({@code zstd}, {@code snappy}, {@code gzip}, {@code uncompressed}, ...).
+     * compression codec name ({@code zstd}, {@code snappy}, {@code gzip}, {@code uncompressed}, ...), or null for
+     * deletion vector blobs ({@link #writeVectors}).
      */
     public static String write(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
                                String codec) throws IOException {
         PositionDeleteWriter writer = ship(rows, targets, previousSpec, conf, codec);
         List<String> out = rows.mapPartitions(writer, Encoders.STRING()).collectAsList();
         return "[" + String.join(",", out) + "]";
+    }
+
+    /**
+     * {@link #write} for a format v3 table: each data file's positions, merged with all its previous deletes, as a
+     * {@code deletion-vector-v1} blob ({@link DeletionVectors}) instead of a Parquet file. Returns a JSON array of
+     * {@code {"dataFile", "cardinality", "blob"}} (the blob in base64), which the driver writes as one Puffin file;
+     * the targets spec's output paths are not used.
+     */
+    public static String writeVectors(Dataset<Row> rows, String targets, String previousSpec, Configuration conf)
+        throws IOException {
+        return write(rows, targets, previousSpec, conf, null);
+    }
+
+    /** {@link #along} for a format v3 table: the tasks leave deletion vector blobs as {@link #writeVectors} returns. */
+    public static Along alongVectors(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
+                                     String onRepeat) throws IOException {
+        return along(rows, targets, previousSpec, conf, null, onRepeat);
     }
 
     /**
@@ -177,7 +200,9 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
     private static PositionDeleteWriter ship(Dataset<Row> rows, String targets, String previousSpec,
                                              Configuration conf, String codec) throws IOException {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(rows.sparkSession().sparkContext());
-        CompressionCodecName.fromConf(codec);  // an unknown codec fails here, not in the tasks
+        if (codec != null) {
+            CompressionCodecName.fromConf(codec);  // an unknown codec fails here, not in the tasks
+        }
         Shipped shipped = Shipped.of(jsc, targets);
         PARSED.put(shipped.id(), parse(targets));
         DeleteLoader loader = previousSpec == null ? null : DeleteLoader.ship(rows.sparkSession(), previousSpec, conf);
@@ -248,6 +273,9 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
             }
         }
         long[] positions = previous == null ? fresh : merge(fresh, previous.positions(key));
+        if (codec == null) {
+            return vector(dataFile, positions);
+        }
         Path path = new Path(output);
         ParquetWriter<Long> writer = new Builder(LocalOutputFile.of(path, hadoopConf), Binary.fromString(dataFile))
             .withConf(hadoopConf)
@@ -263,6 +291,20 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         }
         long length = path.getFileSystem(hadoopConf).getFileStatus(path).getLen();
         return FooterStats.summary(output, length, writer.getFooter());
+    }
+
+    /** One data file's deletion vector blob as {@link #writeVectors} returns it; {@code positions} sorted. */
+    private static String vector(String dataFile, long[] positions) {
+        long cardinality = 0;
+        for (int i = 0; i < positions.length; i++) {
+            cardinality += i == 0 || positions[i] != positions[i - 1] ? 1 : 0;
+        }
+        StringBuilder out = new StringBuilder("{");
+        Json.str(Json.key(out, "dataFile"), dataFile).append(',');
+        Json.key(out, "cardinality").append(cardinality).append(',');
+        Json.key(out, "blob").append('"')
+            .append(Base64.getEncoder().encodeToString(DeletionVectors.serialize(positions))).append('"');
+        return out.append('}').toString();
     }
 
     /**
