@@ -90,7 +90,12 @@ def session(warehouse: str, master: str, spark_defaults: bool):
          .config("spark.sql.catalog.ref.warehouse", os.path.join(warehouse, "ref"))
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false"))
+         .config("spark.ui.showConsoleProgress", "false")
+         # Iceberg Java 1.10's vectorized reads of _row_id / _last_updated_sequence_number (every
+         # v3 row-level scan) leak a direct buffer per batch (apache/iceberg#17241, fixed in
+         # 1.11): at the default limit (the 1g heap) a 2M-row v3 run died in its second round,
+         # and near the limit each direct allocation, ours too, waits for a full GC
+         .config("spark.driver.extraJavaOptions", "-XX:MaxDirectMemorySize=16g"))
     if not spark_defaults:  # the shared workload's setting; --spark-defaults keeps Spark's 200
         b = b.config("spark.sql.shuffle.partitions", "8")
     for k, v in SPARK_SETTINGS.items():
