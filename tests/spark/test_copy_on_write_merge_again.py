@@ -1,4 +1,4 @@
-"""A copy-on-write MERGE (format v2) rewrites its files by MergeRows again (copy_on_write.py): the
+"""A copy-on-write MERGE rewrites its files by MergeRows again (copy_on_write.py): the
 matched side first, uncached, for the files to rewrite, the counts and the cardinality check; then
 the files with a matched row joined with the source once more, target rows kept. A file whose
 matched rows no clause changes is read (a source row matching it is not NOT MATCHED) but not
@@ -8,8 +8,9 @@ many shuffle partitions per core, where Spark's shim is loaded); the same withou
 over a large target scan: the unmatched rows by an anti-join of ids), a small source over a small target scan (with
 a NOT MATCHED clause: both sides shuffled by key and sorted, Java's shape), the same with the
 source's rows hashed in each task (as over a large read: `join_type.hash_join_source`), and a
-source Spark will not broadcast. Truth: hand-computed rows and counts, and the table's data file
-list before and after."""
+source Spark will not broadcast. Format v2, and v3 in all five shapes for the lineage its copies
+keep. Truth: hand-computed rows, counts and lineage, and the table's data file list before and
+after."""
 from __future__ import annotations
 
 import re
@@ -23,25 +24,31 @@ from pyice_sql.spark.read.file_keys import ordinal_filter_prunes_files
 
 pytestmark = pytest.mark.spark
 
-COW = ("'format-version' = '2', 'write.update.mode' = 'copy-on-write', "
+COW = ("'write.update.mode' = 'copy-on-write', "
        "'write.merge.mode' = 'copy-on-write', 'write.delete.mode' = 'copy-on-write'")
+SHAPES = ["ids", "broadcast", "small", "hashed", "large"]
 
 
-@pytest.fixture(params=["ids", "broadcast", "small", "hashed", "large"])
+@pytest.fixture(params=SHAPES)
 def table(ice, request, monkeypatch):
     """Three data files (ids 0-99, 100-199, 200-299); a source Spark broadcasts, or not."""
-    if request.param == "ids":  # the shape over a large target scan, or with many shuffle partitions
+    return _table(ice, request, monkeypatch, request.param, 2)
+
+
+def _table(ice, request, monkeypatch, shape: str, version: int):
+    if shape == "ids":  # the shape over a large target scan, or with many shuffle partitions
         monkeypatch.setattr(join_type, "MATCHED_SOURCES_MIN_TARGET_BYTES", 0)
-    if request.param == "broadcast":  # the shape kept over a large target scan without the shim
+    if shape == "broadcast":  # the shape kept over a large target scan without the shim
         monkeypatch.setattr(join_type, "BROADCAST_MIN_TARGET_BYTES", 0)
-    if request.param == "hashed":  # the shape over a large read
+    if shape == "hashed":  # the shape over a large read
         monkeypatch.setattr(join_type, "HASH_JOIN_MIN_TARGET_BYTES", 0)
-    if request.param == "large":
+    if shape == "large":
         before = ice.spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
         ice.spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
         request.addfinalizer(lambda: ice.spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before))
     ice.sql("CREATE DATABASE local.db")
-    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
+    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg "
+            f"TBLPROPERTIES ('format-version' = '{version}', {COW})")
     for lo in (0, 100, 200):
         ice.sql(f"INSERT INTO local.db.t SELECT /*+ COALESCE(1) */ id, concat('r', id) FROM range({lo}, {lo + 100})")
     calls = []
@@ -86,6 +93,43 @@ def test_files_whose_matched_rows_stay_are_read_but_not_rewritten(table):
     third = next(p for p, ids in before.items() if 250 in ids)
     assert after[third] == before[third]  # the same file, untouched
     assert all(p not in after for p, ids in before.items() if p != third)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_format_v3_copies_keep_their_lineage(ice, request, monkeypatch, shape):
+    """Format v3 (copy_on_write_v3.py): the rewritten file's copies keep their `_row_id` and
+    `_last_updated_sequence_number`, an updated row its id and the commit's sequence number (4:
+    after three inserts), an inserted row a fresh id. Each insert wrote one file, so row ids are
+    the ids."""
+    ice, calls = _table(ice, request, monkeypatch, shape, 3)
+    src = _src(ice, [(5, "m5"), (150, "del"), (400, "n400")])
+    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN MATCHED AND s.v = 'del' THEN DELETE "
+                  "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *", src=src).collect()[0]
+    assert calls == [1]
+    assert (out.num_updated_rows, out.num_deleted_rows, out.num_inserted_rows, out.num_removed_data_files) == (
+        1, 1, 1, 2)
+    rows = {r.id: (r.v, r._row_id, r._last_updated_sequence_number) for r in ice.sql(
+        "SELECT id, v, _row_id, _last_updated_sequence_number FROM local.db.t").collect()}
+    inserted = rows.pop(400)
+    assert rows == {i: ("m5" if i == 5 else f"r{i}", i, 4 if i == 5 else 1 + i // 100) for i in range(300) if i != 150}
+    assert inserted[0] == "n400" and inserted[1] >= 300 and inserted[2] == 4
+
+
+def test_format_v3_rewrite_by_the_changed_rows_keeps_lineage(ice, request, monkeypatch):
+    """A MERGE with no WHEN MATCHED clause and a NOT MATCHED BY SOURCE one does not merge again
+    (`dml._merges_again`): it joins the files' rows with the changed ones, the copies' lineage
+    read with them."""
+    ice, calls = _table(ice, request, monkeypatch, "small", 3)
+    src = _src(ice, [(5, "x"), (400, "n400")])
+    out = ice.sql("MERGE INTO local.db.t t USING src s ON t.id = s.id WHEN NOT MATCHED THEN INSERT * "
+                  "WHEN NOT MATCHED BY SOURCE AND t.id >= 290 THEN UPDATE SET v = 'gone'", src=src).collect()[0]
+    assert calls == []
+    assert (out.num_updated_rows, out.num_inserted_rows, out.num_removed_data_files) == (10, 1, 1)
+    rows = {r.id: (r.v, r._row_id, r._last_updated_sequence_number) for r in ice.sql(
+        "SELECT id, v, _row_id, _last_updated_sequence_number FROM local.db.t").collect()}
+    inserted = rows.pop(400)
+    assert rows == {i: ("gone" if i >= 290 else f"r{i}", i, 4 if i >= 290 else 1 + i // 100) for i in range(300)}
+    assert inserted[0] == "n400" and inserted[1] >= 300 and inserted[2] == 4
 
 
 def test_not_matched_by_source_clauses_rewrite_with_the_target_kept(table):

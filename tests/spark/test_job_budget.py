@@ -46,6 +46,8 @@ pytestmark = pytest.mark.spark
 # with Spark's default shuffle partitions): 5 over a source in SQL or the user's cache, against 7
 # and 6 by the shuffle; 7 over a source from Python, against 8 (one budget for the three: 6, with
 # the extras below).
+# CoW v3 MERGE was 8 until its second pass carried the copies' lineage (copy_on_write_v3.py), so
+# that it too rewrites by MergeRows again: v2's jobs since.
 # MoR v3 was 7 / 4 / 2 until its deletion vectors were serialized by the tasks that write v2's
 # delete files (PositionDeleteWriter.writeVectors / alongVectors): v2's jobs since.
 BUDGET = {
@@ -53,7 +55,8 @@ BUDGET = {
     ("copy-on-write", 2): {"MERGE": 7, "UPDATE": 2, "DELETE": 2},
     ("copy-on-write by matched sources", 2): {"MERGE": 6},
     ("merge-on-read", 3): {"MERGE": 5, "UPDATE": 2, "DELETE": 1},
-    ("copy-on-write", 3): {"MERGE": 8, "UPDATE": 2, "DELETE": 2},
+    ("copy-on-write", 3): {"MERGE": 7, "UPDATE": 2, "DELETE": 2},
+    ("copy-on-write by matched sources", 3): {"MERGE": 6},
 }
 
 # A source built in Python (createDataFrame) has no size estimate in Spark: the executor caches

@@ -14,8 +14,8 @@ from pyice_sql.core.errors import CardinalityError
 
 pytestmark = pytest.mark.spark
 
-# a copy-on-write MERGE on format v2 rewrites by MergeRows again (test_copy_on_write_merge_again.py)
-MODES = [("merge-on-read", 2), ("merge-on-read", 3), ("copy-on-write", 3)]
+# a copy-on-write MERGE rewrites by MergeRows again (test_copy_on_write_merge_again.py)
+MODES = [("merge-on-read", 2), ("merge-on-read", 3)]
 
 
 @pytest.fixture(params=MODES, ids=[f"{m}-v{v}" for m, v in MODES])

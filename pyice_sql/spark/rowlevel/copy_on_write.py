@@ -25,8 +25,8 @@ scan's tasks, which write them (data_writer's `read_straight`, as an UPDATE's be
 of every copied row. A file with a
 matched row but no changed one is read (its rows decide which source rows are NOT MATCHED) but
 not rewritten. Both passes see the same pairs: the source is cached or local, and the plan
-deterministic. Any other MERGE (and format v3, whose copies keep their lineage columns:
-copy_on_write_v3.py) rewrites by the changed rows, as above.
+deterministic. On format v3 the second pass also carries the lineage columns the copies keep
+(copy_on_write_v3.py). Any other MERGE rewrites by the changed rows, as above.
 
 An UPDATE or DELETE whose condition can be evaluated twice (`RowLevelWrite.rewrite_rows`, see
 dml.py) rewrites by predicate: the count of changes scans the target without caching the tagged rows,
@@ -63,18 +63,21 @@ class CardinalityViolation(Exception):
 
 # writes the rewritten files: (write, files to rewrite) -> new data files
 Rewrite = Callable[[RowLevelWrite, list[FileScanTask]], list[DataFile]]
+# writes rows as data files: `write_data_files`' arguments (format v3: `write_with_lineage`'s)
+WriteRows = Callable[..., list[DataFile]]
 # a column of source row ids -> true where no matched pair had that source row
 NotMatched = Callable[[Column], Column]
 
 
-def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Written:
+def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None,
+                        write_rows: WriteRows = write_data_files) -> Written:
     per_file, not_matched = _changes_per_file(w)
     if w.checks_cardinality and any(r["pairs"] > 1 for r in per_file):
         raise CardinalityViolation()
     out = Written(updated=sum(r["updated"] for r in per_file), deleted=sum(r["deleted"] for r in per_file),
                   inserted=sum(r["inserted"] for r in per_file))
     if w.merge_rows is not None:
-        return _merge_again(w, per_file, out, not_matched)
+        return _merge_again(w, per_file, out, not_matched, write_rows)
     if out.updated + out.deleted + out.inserted == 0:
         return out
     by_path = w.by_path
@@ -83,7 +86,8 @@ def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None) -> Wri
     return out
 
 
-def _merge_again(w: RowLevelWrite, per_file: list, out: Written, not_matched: NotMatched | None) -> Written:
+def _merge_again(w: RowLevelWrite, per_file: list, out: Written, not_matched: NotMatched | None,
+                 write_rows: WriteRows) -> Written:
     """MergeRows over the files with a matched or changed row (all of them when the MERGE inserts:
     their rows decide which source rows match), writing the rows of the files to rewrite and the
     inserted ones. `per_file` (from the matched side) counted the updates and deletes;
@@ -105,8 +109,8 @@ def _merge_again(w: RowLevelWrite, per_file: list, out: Written, not_matched: No
     # with a broadcast source the scan's tasks write the rows they read (no shuffle of every copied
     # row, each file's rows kept together); the unmatched source rows come in tasks of their own
     straight = read_straight(read) if w.merged_as_read else []
-    out.data_files = write_data_files(w.checked_rows(written), w.write, rebalance=not (w.merged_by_key or straight),
-                                      read_straight=straight)
+    out.data_files = write_rows(w.checked_rows(written), w.write, rebalance=not (w.merged_by_key or straight),
+                                read_straight=straight)
     if inserts:
         out.inserted = observed(counts, lambda: new_row_counts(rows)).get("inserted") or 0
     return out

@@ -6,8 +6,11 @@ As Iceberg Java (1.10) does, and as the spec's "Row Lineage" requires of a write
   - an updated row keeps its `_row_id` and stores a null sequence number, so it reads the
     commit's sequence number (spark/write/lineage_columns.py, shared with merge-on-read);
   - an inserted row stores null for both and gets a fresh id from the new file's first_row_id.
-Deletion vectors of the rewritten files are removed by the commit with the files
-(rowlevel/dml.py `_removed_files`), as Java's rewrite does.
+A MERGE that rewrites by MergeRows again (copy_on_write.py) reads the lineage with the target's
+rows and its second pass stores them so (compile/merge_rows.py `tagged_select`, `lineage`); an
+UPDATE or DELETE by predicate keeps or resets them in its SQL; any other statement joins the
+files' rows with the changed ones. Deletion vectors of the rewritten files are removed by the
+commit with the files (rowlevel/dml.py `_removed_files`), as Java's rewrite does.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_linea
 
 
 def write_copy_on_write_v3(w: RowLevelWrite) -> Written:
-    return write_copy_on_write(w, _rewrite_with_lineage)
+    return write_copy_on_write(w, _rewrite_with_lineage, write_with_lineage)
 
 
 def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:

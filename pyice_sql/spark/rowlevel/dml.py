@@ -274,7 +274,9 @@ class RowLevelExecutor:
         live = LIVE if plan.source is None else None
         # copy-on-write MERGE: the matched side first (files, counts, cardinality), then MergeRows
         # again over the files to rewrite (copy_on_write.py)
-        merge_again = plan.mode != "merge-on-read" and not v3 and _merges_again(plan)
+        merge_again = plan.mode != "merge-on-read" and _merges_again(plan)
+        # format v3: its copies keep their lineage, read with them
+        lineage = row_ids or v3 and merge_again
         # pass 2 broadcasts the source where the plan would (over a large target scan) and the first
         # pass cannot keep the matched source rows' ids (`matched_sources` below); otherwise a NOT
         # MATCHED clause makes it shuffle both sides by key, as Iceberg Java's ReplaceData does
@@ -287,7 +289,7 @@ class RowLevelExecutor:
             """The target scan of `read`, and its rows' file paths by ordinal (the rows carry their
             file's ordinal through the join, and get its path after it). With `row_filter` or
             `pairing`, only the rows the source's keys pair with (key_filter.py)."""
-            rows = (read_with_lineage if row_ids else read_tasks)(self.spark, schema, read, with_metadata=True,
+            rows = (read_with_lineage if lineage else read_tasks)(self.spark, schema, read, with_metadata=True,
                                                                   live_flag=live, file_ordinal=True,
                                                                   row_filter=row_filter)
             if pairing:
@@ -354,7 +356,8 @@ class RowLevelExecutor:
         def tagged_sql(p: RowLevelPlan, t_view: str, s_view: str | None, source_row: bool = False,
                        copies: bool = False) -> str:
             return tagged_select(p, schema, t_view, s_view, stored, row_ids, live,
-                                 "_file" if file_path is None else FILE_ORDINAL_COL, source_row, copies)
+                                 "_file" if file_path is None else FILE_ORDINAL_COL, source_row, copies,
+                                 lineage=v3 and copies)
 
         def tag(p: RowLevelPlan, target: DataFrame, target_view: str, file_path: Column | None,
                 copies: bool = False, sources: tuple[DataFrame, str] | None = None, source_row: bool = False,

@@ -104,13 +104,18 @@ def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | 
 
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
                   stored: dict[tuple[int, str], str], row_id: bool = False, live: str | None = None,
-                  file_column: str = "_file", source_row: bool = False, copies: bool = False) -> str:
+                  file_column: str = "_file", source_row: bool = False, copies: bool = False,
+                  lineage: bool = False) -> str:
     """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
     columns, (`row_id`: the target view has `_row_id`) `__row_id`, (`source_row`: the source view
     has it) `SOURCE_ROW`, new values. `live`: see `_from`.
     `__file` is the target view's `file_column` (the caller may carry a file's ordinal through the
     join and look its path up after it). `copies`: the rows no clause changes are written back
-    (copy-on-write by join), so every column keeps its current value where no clause assigns it.
+    (copy-on-write by join), so every column keeps its current value where no clause assigns it;
+    with `lineage` (format v3: the target view has both lineage columns) they end with
+    `_row_id` and `_last_updated_sequence_number` as the rewrite stores them: a copied row keeps
+    both, an updated row its id (a null sequence number: it reads the commit's), an inserted
+    row neither.
 
     `stored` is the SQL storing each (clause, column) value (see compile/store_assignment.py).
     """
@@ -144,6 +149,9 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
         value = (f"CASE {' '.join(whens)} ELSE {current if later_writes or copies else 'NULL'} END" if whens
                  else current)
         cols.append(f"{value} AS {_q(f.name)}")
+    if lineage:
+        row_id, seq = (_q(n) for n in LINEAGE_COLUMNS)
+        cols += [f"{t}.{row_id} AS {row_id}", f"CASE WHEN {op} = {UPDATE} THEN NULL ELSE {t}.{seq} END AS {seq}"]
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view, live)}"
 
 
