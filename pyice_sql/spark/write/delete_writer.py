@@ -170,8 +170,8 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
     data_files: list[DataFile] = []
     try:
         data_files = write_rows(type(rows)(along.rows(), spark))  # pyspark's classic DataFrame of a JVM one
-        return WrittenAlong(_described(shim.delete_file_summaries(along), targets, outputs, ctx), data_files,
-                            shim.along_counts(along))
+        delete_files = _described(shim.delete_file_summaries(along), targets, outputs, ctx, in_tasks.vectors)
+        return WrittenAlong(delete_files, data_files, shim.along_counts(along))
     except BaseException:
         _delete_planned(ctx, outputs)
         for f in data_files:
@@ -190,7 +190,7 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
     try:
         written = (shim.write_deletion_vectors(rows._jdf, spec, in_tasks.previous) if in_tasks.vectors else
                    shim.write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx)))
-        return _described(written, targets, outputs, ctx)
+        return _described(written, targets, outputs, ctx, in_tasks.vectors)
     except BaseException:
         _delete_planned(ctx, outputs)
         raise
@@ -239,28 +239,31 @@ def _delete_planned(ctx: WriteContext, outputs: dict[str, str]) -> None:
         ctx.io.delete(out)
 
 
-def _described(written: str, targets: dict[str, DataFile], outputs: dict[str, str],
-               ctx: WriteContext) -> list[DataFile]:
+def _described(written: str, targets: dict[str, DataFile], outputs: dict[str, str], ctx: WriteContext,
+               vectors: bool) -> list[DataFile]:
     """The in-task writer's answer as delete entries of their data files: the footer summaries of
-    the delete files it wrote at `outputs`, or (deletion vectors: no `outputs`) the blobs it
-    serialized, written here as one Puffin file. A data file's deletes written by two tasks (each
-    held part of its rows, and wrote its part over the other's) fail the statement, never commit
-    part of them."""
+    the delete files it wrote at `outputs`, or (`vectors`) the deletion vector blobs it serialized,
+    written here as one Puffin file. A data file's deletes written by two tasks (each held part of
+    its rows, and wrote its part over the other's) fail the statement, never commit part of them."""
     summaries = json.loads(written)
-    if not outputs:
-        _once([f["dataFile"] for f in summaries], lambda path: (path, "two deletion vectors"))
-        out = write_vectors(sorted((f["dataFile"], base64.b64decode(f["blob"]), f["cardinality"])
-                                   for f in summaries), targets, ctx) if summaries else []
-        fault_point("delete-files")
-        return out
-    data_file_of = {out: targets[p] for p, out in outputs.items()}
-    _once([f["path"] for f in summaries], lambda path: (data_file_of[path].file_path, f"delete file {path}"))
-    out = [data_file_from_footer(f, DELETE_SCHEMA, _FULL_METRICS, f["path"], data_file_of[f["path"]].partition,
-                                 data_file_of[f["path"]].spec_id, FileContent.POSITION_DELETES,
-                                 referenced_data_file=data_file_of[f["path"]].file_path)
-           for f in summaries]
+    out = _vectors_described(summaries, targets, ctx) if vectors else _files_described(summaries, targets, outputs)
     fault_point("delete-files")
     return out
+
+
+def _vectors_described(summaries: list[dict], targets: dict[str, DataFile], ctx: WriteContext) -> list[DataFile]:
+    _once([f["dataFile"] for f in summaries], lambda path: (path, "two deletion vectors"))
+    return write_vectors(sorted((f["dataFile"], base64.b64decode(f["blob"]), f["cardinality"])
+                                for f in summaries), targets, ctx) if summaries else []
+
+
+def _files_described(summaries: list[dict], targets: dict[str, DataFile], outputs: dict[str, str]) -> list[DataFile]:
+    data_file_of = {out: targets[p] for p, out in outputs.items()}
+    _once([f["path"] for f in summaries], lambda path: (data_file_of[path].file_path, f"delete file {path}"))
+    return [data_file_from_footer(f, DELETE_SCHEMA, _FULL_METRICS, f["path"], data_file_of[f["path"]].partition,
+                                  data_file_of[f["path"]].spec_id, FileContent.POSITION_DELETES,
+                                  referenced_data_file=data_file_of[f["path"]].file_path)
+            for f in summaries]
 
 
 def _once(paths: list[str], named: Callable[[str], tuple[str, str]]) -> None:
