@@ -50,6 +50,26 @@ def test_rows_with_a_null_condition_stay_and_only_matching_files_are_rewritten(
     assert _files(ice) & set(files.values()) == {p for name, p in files.items() if name not in rewritten}
 
 
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("statement,changed,expected", [
+    ("UPDATE local.db.t SET v = 'u' WHERE id = 1", (1, 0), [(1, "u"), (3, None), (4, "a"), (5, None)]),
+    ("DELETE FROM local.db.t WHERE id = 3", (0, 1), [(1, "a"), (4, "a"), (5, None)]),
+])
+def test_rows_deleted_before_stay_deleted_in_a_rewrite(ice, version, statement, changed, expected):
+    """The rewrite reads its file through the count of changes' scan, whose rows that position
+    deletes (v3: a deletion vector) remove are only flagged there: they must not come back."""
+    files = _table(ice, version)
+    ice.sql("ALTER TABLE local.db.t SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    ice.sql("DELETE FROM local.db.t WHERE id = 2")  # a delete file (or DV) on file A
+    ice.sql("ALTER TABLE local.db.t SET TBLPROPERTIES ('write.delete.mode' = 'copy-on-write')")
+    r = ice.sql(statement).collect()[0]
+    assert (r.num_updated_rows, r.num_deleted_rows, r.num_removed_data_files) == (*changed, 1)
+    assert _rows(ice) == expected
+    assert _files(ice) & set(files.values()) == {files["B"]}  # only A rewritten
+    deletes = ice.sql("SELECT count(*) FROM local.db.t.delete_files").collect()[0][0]
+    assert deletes == 0  # A's deletes went with it
+
+
 def test_v3_rewrite_keeps_row_lineage(ice):
     _table(ice, 3)  # row ids 0-2 (sequence number 1), 3-4 (sequence number 2)
     ice.sql("UPDATE local.db.t SET v = 'u' WHERE id = 2")  # sequence number 3

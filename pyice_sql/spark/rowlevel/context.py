@@ -37,9 +37,10 @@ class RowLevelWrite:
     # tagged rows -> the same rows, their table columns NOT NULL checked; the data writer takes the table's
     # columns by name (a projection of its own would be one more analysis of the plan)
     checked_rows: Callable[[DataFrame], DataFrame]
-    # copy-on-write by predicate (UPDATE / DELETE): the rows of the files to rewrite -> the rows to
-    # write back (copies and updated rows); None: rewrite by joining with the changed rows
-    rewrite_rows: Callable[[DataFrame], DataFrame] | None = None
+    # copy-on-write by predicate (UPDATE / DELETE): the files to rewrite -> the rows to write back
+    # (copies and updated rows; format v3: with their lineage), read through the statement's scan;
+    # None: rewrite by joining with the changed rows
+    rewrite_rows: Callable[[list[FileScanTask]], DataFrame] | None = None
     # copy-on-write MERGE by MergeRows again (copy_on_write.py): `tagged` holds the matched side
     # only, and this tags the rows of the given files again, joined with the source so that every
     # target row is kept (a row no clause changes carries its values); None: by the changed rows

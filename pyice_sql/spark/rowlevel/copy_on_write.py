@@ -30,7 +30,8 @@ deterministic. On format v3 the second pass also carries the lineage columns the
 
 An UPDATE or DELETE whose condition can be evaluated twice (`RowLevelWrite.rewrite_rows`, see
 dml.py) rewrites by predicate: the count of changes scans the target without caching the tagged rows,
-and the write reads the files to rewrite once more and applies the statement to them (DELETE
+and the write reads the files to rewrite once more, through the same scan (narrowed to them by
+their ordinal, as a MERGE's second pass), and applies the statement to them (DELETE
 keeps the rows its condition does not hold for, UPDATE assigns where it holds). There is no
 join of the copies with the changed rows, and no cache of them to build and broadcast. The rows
 of an unpartitioned table's files without deletes are written by the scan tasks that read them,
@@ -123,7 +124,7 @@ def changed_rows(w: RowLevelWrite) -> DataFrame:
 
 def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     if w.rewrite_rows is not None:
-        rows = w.rewrite_rows(read_tasks(w.spark, w.schema, rewritten))
+        rows = w.rewrite_rows(rewritten)
         straight = read_straight(rewritten)
         return write_data_files(w.checked_rows(rows), w.write, rebalance=not straight, read_straight=straight)
     copies = (read_tasks(w.spark, w.schema, rewritten, with_metadata=True)

@@ -33,7 +33,7 @@ def write_copy_on_write_v3(w: RowLevelWrite) -> Written:
 
 def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:
     if w.rewrite_rows is not None:  # by predicate: the SQL keeps or resets each row's lineage
-        rows = w.rewrite_rows(read_with_lineage(w.spark, w.schema, rewritten))
+        rows = w.rewrite_rows(rewritten)  # read with their lineage
         straight = read_straight(rewritten)
         return write_with_lineage(w.checked_rows(rows), w.write, rebalance=not straight, read_straight=straight)
     copies = (read_with_lineage(w.spark, w.schema, rewritten, with_metadata=True)

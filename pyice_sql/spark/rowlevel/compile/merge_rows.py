@@ -156,24 +156,28 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
 
 
 def rewrite_select(plan: RowLevelPlan, schema: Schema, view: str, stored: dict[tuple[int, str], str],
-                   lineage: bool = False) -> str:
+                   lineage: bool = False, live: str | None = None) -> str:
     """Copy-on-write by predicate (UPDATE / DELETE): the rows to write back for the rows of the
     files being rewritten (`view`), the statement's condition evaluated again in place of a join
     with the changed rows. DELETE keeps the rows it does not hold for; UPDATE stores the new value
     where it holds and keeps every other row as it is. With `lineage` the view also has
     `_row_id` and `_last_updated_sequence_number`: both are kept, except that an updated row's
-    sequence number becomes null (it reads the commit's)."""
+    sequence number becomes null (it reads the commit's). `live`: the view's column flagging the
+    rows no position delete removes (`reader.read_tasks`), tested after the statement's condition
+    as the scan's own filter would be; the others are dropped."""
     t = _q(plan.target_alias)
     ins, = plan.instructions
     tests = [_sql(e) for e in (plan.where, ins.condition) if e is not None]
     holds = f"COALESCE({' AND '.join(f'({c})' for c in tests)}, FALSE)" if tests else "TRUE"
     source = f"FROM {_q(view)} AS {t}"
     names = [f.name for f in schema.fields] + (list(LINEAGE_COLUMNS) if lineage else [])
+    live_test = f"{t}.{_q(live)}" if live else None
     if ins.operation != UPDATE:
-        return f"SELECT {', '.join(f'{t}.{_q(n)}' for n in names)} {source} WHERE NOT {holds}"
+        keep = f"NOT {holds}" + (f" AND {live_test}" if live_test else "")
+        return f"SELECT {', '.join(f'{t}.{_q(n)}' for n in names)} {source} WHERE {keep}"
     new = {n: stored[(0, n)] for n in ins.values}
     if lineage:
         new[LAST_UPDATED_SEQUENCE_NUMBER.name] = "CAST(NULL AS BIGINT)"
     cols = [f"CASE WHEN {holds} THEN {new[n]} ELSE {t}.{_q(n)} END AS {_q(n)}" if n in new else f"{t}.{_q(n)}"
             for n in names]
-    return f"SELECT {', '.join(cols)} {source}"
+    return f"SELECT {', '.join(cols)} {source}" + (f" WHERE {live_test}" if live_test else "")
