@@ -319,13 +319,13 @@ class RowLevelExecutor:
 
         def target_rows(read: list[FileScanTask]) -> tuple[DataFrame, str, Column | None]:
             """Copy-on-write pass 2 (a MERGE's, or the rewrite by predicate): the whole rows of
-            `read`, with their view and file paths. From
-            the first pass's scan where there is one, the rows of its other files filtered out by
-            their file's ordinal: that filter reads only the rows' file metadata, so Spark tests it
-            against each file as it lists them and never opens the others. (The ordinals are an
-            array literal, not an IN list, whose values Spark would write into the generated code,
-            compiling the scan's stage again for each new set of files.) Where Spark would not test
-            it per file (`ordinal_filter_prunes_files`), `read` is scanned on its own."""
+            `read`, with their view and file paths. From the first pass's scan where there is one,
+            the rows of its other files filtered out by their file's ordinal: that filter reads
+            only the rows' file metadata, so Spark tests it against each file as it lists them and
+            never opens the others. (The ordinals are an array literal, not an IN list, whose
+            values Spark would write into the generated code, compiling the scan's stage again for
+            each new set of files.) Where Spark would not test it per file
+            (`ordinal_filter_prunes_files`), `read` is scanned on its own."""
             some = len(read) < len(tasks)
             if planned is None or some and not ordinal_filter_prunes_files(self.spark):
                 rows, paths = scan_rows(read)
