@@ -27,6 +27,7 @@ import pytest
 
 from tests.reliability import concurrency as race
 from tests.reliability.tablefiles import kind, leftovers
+from tests.rest.java_rest import CONFLICTS as JAVA_CONFLICT
 from tests.rest.support import JAVA_REST, java_rest_sql, pyiceberg_rows, rest_server, sort_rows
 
 pytestmark = [pytest.mark.rest, pytest.mark.interop, pytest.mark.reliability]
@@ -37,10 +38,7 @@ PROPS = ("'write.merge.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-
          "'write.update.mode' = 'copy-on-write', 'commit.retry.num-retries' = '20', "
          "'commit.retry.min-wait-ms' = '50'")
 JAVA_TABLE = "rest.db.race"
-# Java's conflict errors. "concurrently modified": a copy-on-write UPDATE whose runtime file filter
-# reloads the table (REST, no catalog caching) and finds a newer snapshot fails before it writes.
-JAVA_CONFLICT = ("ValidationException", "CommitFailedException", "Found conflicting", "Cannot commit",
-                 "the table has been concurrently modified")
+JAVA_RETRIES = 5
 
 
 def java_plan(w: int, n: int, seed: int) -> list[tuple[str, dict]]:
@@ -71,7 +69,7 @@ def raced(spark, tmp_path_factory):
         plan = java_plan(K, N, 4242)
         started = time.monotonic()
         java = subprocess.Popen(
-            [sys.executable, str(JAVA_REST), uri, "--keep-going",
+            [sys.executable, str(JAVA_REST), uri, "--keep-going", f"--conflict-retries={JAVA_RETRIES}",
              *(race.statement(op, params).replace(race.TABLE, JAVA_TABLE) for op, params in plan)],
             env={**env, "ICEBERG_REF_MASTER": "local[1]"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs = [subprocess.Popen(
@@ -111,7 +109,7 @@ def test_racing_pyice_and_java_writers_through_rest(raced):
     java_landed = [(op, params) for (op, params), result in java if "rows" in result]
     java_failed = [result["error"] for _, result in java if "error" in result]
     outcomes = Counter(r["status"] for r in records)
-    print(f"\nREST racing writers: {json.dumps({'pyice_workers': K, 'statements_each': N, **outcomes, 'java_landed': len(java_landed), 'java_conflicts': len(java_failed), 'pyice_retries': sum(r['retries'] for r in records), 'wall_s': round(raced['wall'], 1)})}")
+    print(f"\nREST racing writers: {json.dumps({'pyice_workers': K, 'statements_each': N, **outcomes, 'java_landed': len(java_landed), 'java_conflicts': len(java_failed), 'java_attempts': sum(r.get('attempts', 1) for _, r in java), 'pyice_retries': sum(r['retries'] for r in records), 'wall_s': round(raced['wall'], 1)})}")
 
     bad = [r for r in records if r["status"] not in ("landed", "conflict")]
     assert not bad, f"pyice statements that failed other than by a conflict: {bad[:5]}"
