@@ -41,7 +41,7 @@ import uuid
 from contextlib import nullcontext
 from typing import Callable
 
-from pyspark.sql import DataFrame, Observation, Window, WindowSpec, functions as F
+from pyspark.sql import DataFrame, Observation, Window, functions as F
 
 from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.scan.delete_index import referenced_path
@@ -197,14 +197,15 @@ def _counting(w: RowLevelWrite, check: bool, folding: bool, observation: Observa
     def counted(rows: DataFrame) -> DataFrame:
         return rows.observe(observation, *[op_count(op).alias(name) for op, name in ops])
     if w.plan.source is None and not folding:
-        return lambda rows, window: counted(rows)
-    return lambda rows, window: counted(per_file(rows, window, check, folding))
+        return lambda rows, file_column: counted(rows)
+    return lambda rows, file_column: counted(per_file(rows, file_column, check, folding))
 
 
-def per_file(rows: DataFrame, window: WindowSpec, check: bool, folding: bool) -> DataFrame:
-    """The positions to write of each data file, in order: each changed position once (a second
-    matched pair of a position fails the job when `check`), plus the folded old positions of data
-    files that have a new one."""
+def per_file(rows: DataFrame, file_column: str, check: bool, folding: bool) -> DataFrame:
+    """The positions to write of each data file (named by `file_column`), in order: each changed
+    position once (a second matched pair of a position fails the job when `check`), plus the
+    folded old positions of data files that have a new one."""
+    window = Window.partitionBy(file_column).orderBy("_pos")
     new = ~F.col(OLD)
     again = new & F.coalesce(F.lag("_pos").over(window) == F.col("_pos"), F.lit(False))
     written = F.col(OLD) | acting() | (F.col(OP) == INSERT)  # an inserted row has no position: never again

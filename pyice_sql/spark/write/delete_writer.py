@@ -28,7 +28,7 @@ import hashlib
 import json
 from typing import Callable, NamedTuple
 
-from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec, functions as F
+from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.faults import fault_point
@@ -61,7 +61,9 @@ _DELETES, _EMITS = "__deletes", "__emits"
 _RECORD, _FIELD = "\0", "\1"
 
 
-PerFile = Callable[[DataFrame, WindowSpec], DataFrame]
+# a write's step over the rows grouped by data file, given the column that names their file (a
+# Window of it is built only by a step that uses one: pyspark's Window costs ~10 ms of py4j lookups)
+PerFile = Callable[[DataFrame, str], DataFrame]
 
 
 class InTaskTargets(NamedTuple):
@@ -113,8 +115,8 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx
     `targets` maps data file paths to their DataFile, whose spec and partition the delete file
     inherits; a target without rows gets no delete file.
     `per_file`, when given, sees the rows once they are grouped by data file and sorted by
-    position, with the window over one data file's rows in that order, and returns the rows to
-    write (the caller's dedup, checks and counts ride in the same job as the write).
+    position, with the name of the column that tells their data file (to window over), and returns
+    the rows to write (the caller's dedup, checks and counts ride in the same job as the write).
     `in_tasks` (from `in_task_targets`) selects the in-task writer, which then also folds the
     previous deletes it names into each target's new delete file. `as_read` (in-task writer only):
     the rows come straight from a scan that reads each data file whole in one task
@@ -215,7 +217,7 @@ def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteConte
     if not as_read:
         rows = _grouped_by_file(rows, len(targets), along).sortWithinPartitions(_KEY, "_pos")
     if per_file is not None:
-        rows = per_file(rows, Window.partitionBy(_KEY).orderBy("_pos"))
+        rows = per_file(rows, _KEY)
     spec = _RECORD.join(f"{key}{_FIELD}{outputs.get(path, '')}{_FIELD}{path}"
                         for key, path in zip(in_tasks.keys, targets))
     return rows, outputs, spec
@@ -283,7 +285,7 @@ def _write_with_spark(deletes: DataFrame, targets: dict[str, DataFile], ctx: Wri
     rows = (deletes.withColumn(_TARGET, F.sha2(F.col("_file"), 256))
             .repartition(F.col(_TARGET)).sortWithinPartitions(_TARGET, "_pos"))
     if per_file is not None:
-        rows = per_file(rows, Window.partitionBy(_TARGET).orderBy("_pos"))
+        rows = per_file(rows, _TARGET)
     rows = rows.select(F.col("_file").alias("file_path", metadata={FIELD_ID_KEY: 2147483546}),
                        F.col("_pos").cast("long").alias("pos", metadata={FIELD_ID_KEY: 2147483545}),
                        F.col(_TARGET))

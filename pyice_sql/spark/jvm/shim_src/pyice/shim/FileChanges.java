@@ -14,6 +14,7 @@ import java.util.TreeMap;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoder;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.api.java.UDF1;
@@ -96,9 +97,17 @@ public final class FileChanges implements MapPartitionsFunction<Row, byte[]> {
         return changes.notMatched(sourceRow);
     }
 
+    /**
+     * The encoder of the tasks' answers, built once on the driver ({@code Encoders.BINARY()} builds a new one by
+     * Scala reflection on each call, ~1 ms); a holder, so that the executors that load this class never build it.
+     */
+    private static final class Parts {
+        static final Encoder<byte[]> ENCODER = Encoders.BINARY();
+    }
+
     /** The changes of {@code rows} (see the class comment), one Spark job, kept for the questions below. */
     public static Changes count(Dataset<Row> rows) throws IOException {
-        List<byte[]> parts = rows.mapPartitions(new FileChanges(), Encoders.BINARY()).collectAsList();
+        List<byte[]> parts = rows.mapPartitions(new FileChanges(), Parts.ENCODER).collectAsList();
         Changes changes = new Changes();
         for (byte[] part : parts) {
             DataInputStream in = new DataInputStream(new ByteArrayInputStream(part));
