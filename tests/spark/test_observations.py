@@ -18,3 +18,25 @@ def test_observed_metrics_equal_pyspark_get(spark, rows):
                                   F.sum(F.when(F.col("id") > 100, 1)).alias("none")).collect()
     expected = {"n": rows, "total": sum(range(rows)) if rows else None, "none": None}
     assert observed_metrics(ours) == theirs.get == expected
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_observe_attaches_as_pyspark_does(spark, named):
+    """`observe` (the class named whole) gives the frame and the metrics pyspark's `observe` gives,
+    with one metric or several, and an Observation it attached cannot be attached again."""
+    from pyspark.sql import Observation, functions as F
+
+    from pyice_sql.spark.observations import observe, observed_metrics
+
+    ours, theirs = (Observation("ours") if named else Observation()), Observation("theirs")
+    frame = spark.range(7).withColumn("odd", F.col("id") % 2 == 1)
+    metrics = (F.count(F.lit(1)).alias("n"), F.sum(F.when(F.col("odd"), F.col("id"))).alias("odd_total"))
+    got = observe(frame, ours, *metrics).where(~F.col("odd")).collect()
+    assert got == frame.observe(theirs, *metrics).where(~F.col("odd")).collect()
+    assert [r.id for r in got] == [0, 2, 4, 6]
+    assert observed_metrics(ours) == ours.get == theirs.get == {"n": 7, "odd_total": 1 + 3 + 5}
+    single = Observation()
+    observe(frame, single, F.max("id").alias("top")).collect()
+    assert observed_metrics(single) == {"top": 6}
+    with pytest.raises(Exception):
+        observe(frame, ours, *metrics)

@@ -16,7 +16,7 @@ from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.nodes import DELETE, INSERT, MATCHED, UPDATE, RowLevelPlan
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.scan.planner import FileScanTask
-from pyice_sql.spark.observations import observed_metrics
+from pyice_sql.spark.observations import observe, observed_metrics
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, MATCHED_PAIR, OP, POS
 from pyice_sql.spark.write.data_writer import WriteContext
 
@@ -110,8 +110,8 @@ def counting_new_rows(w: RowLevelWrite) -> tuple[DataFrame, Observation]:
     """The tagged rows, observed: the delete write that reads them counts the rows to update and
     to insert, so the new-row write knows its size before it runs (see `write_new_rows`)."""
     counts = Observation(f"pyice_counts_{uuid.uuid4().hex}")
-    return w.tagged.observe(counts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted"),
-                            F.count(F.lit(1)).alias("tagged")), counts
+    return observe(w.tagged, counts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted"),
+                   F.count(F.lit(1)).alias("tagged")), counts
 
 
 def write_new_rows(w: RowLevelWrite, write: Callable[[DataFrame, int | None], list[DataFile]],
@@ -133,7 +133,7 @@ def write_new_rows(w: RowLevelWrite, write: Callable[[DataFrame, int | None], li
         one_task = (counted["tagged"] or 0) <= ONE_TASK_TAGGED_ROWS
         return (write(rows, new if one_task else None) if new else []), counted
     inserts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
-    data_files = write(rows.observe(inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")),
+    data_files = write(observe(rows, inserts, op_count(UPDATE).alias("updated"), op_count(INSERT).alias("inserted")),
                        None)
     return data_files, observed(inserts, lambda: new_row_counts(w.tagged)) if data_files else {}
 

@@ -50,6 +50,7 @@ from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import read_tasks
 from pyice_sql.spark.frames import jvm_column, select_sql
+from pyice_sql.spark.observations import observe
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, MATCHED_PAIR, OP, POS, SOURCE_ROW
 from pyice_sql.spark.rowlevel.context import (
     ACTING_SQL, RowLevelWrite, Written, acting, acting_rows, matched, new_row_counts, observed, op_count,
@@ -106,7 +107,7 @@ def _merge_again(w: RowLevelWrite, per_file: list, out: Written, not_matched: No
     written = rows.where(F.when(F.col(FILE).isNull(), F.col(OP) == INSERT).otherwise(kept))
     if inserts:
         counts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
-        written = written.observe(counts, op_count(INSERT).alias("inserted"))
+        written = observe(written, counts, op_count(INSERT).alias("inserted"))
     # with a broadcast source the scan's tasks write the rows they read (no shuffle of every copied
     # row, each file's rows kept together); the unmatched source rows come in tasks of their own
     straight = read_straight(read) if w.merged_as_read else []

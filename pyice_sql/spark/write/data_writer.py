@@ -45,7 +45,7 @@ from pyice_sql.core.model.sort_order import DESC, NULLS_FIRST, UNSORTED, SortOrd
 from pyice_sql.spark.connect_backend import is_connect, size_setting
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.jvm.bridge import load_shim
-from pyice_sql.spark.observations import observed_metrics
+from pyice_sql.spark.observations import observe, observed_metrics
 from pyice_sql.spark.schema import FIELD_ID_KEY, frame_schema, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
 from pyice_sql.spark.write.partition_sql import transform_sql
@@ -420,7 +420,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
         # trips to the JVM, not several per float column (spark/frames.py)
         counts = ", ".join(f"sum(CASE WHEN isnan({'.'.join(quote(p) for p in path)}) THEN 1 ELSE 0 END)"
                            for path in nan_columns.values())
-        out = out.observe(observation, F.expr(f"array({counts}) AS {_NAN_COUNTS}"))
+        out = observe(out, observation, F.expr(f"array({counts}) AS {_NAN_COUNTS}"))
     codec = ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
