@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame, functions as F
+from pyspark.sql import Column, DataFrame, SparkSession, functions as F
 
 from pyice_sql.spark.connect_backend import is_connect
 
@@ -25,16 +25,57 @@ def select_sql(df: DataFrame, exprs: Sequence[str], extra: Sequence[Column] = ()
         return df.select(*map(F.expr, exprs), *extra) if extra else df.selectExpr(*exprs)
     if not exprs and not extra:
         return df.selectExpr()
-    from pyice_sql.spark.jvm.bridge import java_string_list, load_shim
+    from pyice_sql.spark.jvm.bridge import java_list, java_string_list, load_shim, seq_of
 
     jvm = spark._jvm
     jexprs = java_string_list(jvm, exprs)
     if not extra:
-        return type(df)(df._jdf.selectExpr(jvm.PythonUtils.toSeq(jexprs)), spark)
-    from py4j.java_collections import ListConverter
+        return type(df)(df._jdf.selectExpr(seq_of(jvm, jexprs)), spark)
+    return type(df)(load_shim(spark).select_with(df._jdf, jexprs, java_list(jvm, [c._jc for c in extra])), spark)
 
-    jextra = ListConverter().convert([c._jc for c in extra], jvm._gateway_client)
-    return type(df)(load_shim(spark).select_with(df._jdf, jexprs, jextra), spark)
+
+def column(spark: SparkSession, name: str) -> Column:
+    """`F.col(name)`, in one round trip on a classic session (pyspark's finds `functions` and then
+    `col` on each call: three)."""
+    if is_connect(spark):
+        return F.col(name)
+    from pyice_sql.spark.jvm.bridge import java_static
+
+    return jvm_column(java_static(spark._jvm, "org.apache.spark.sql.functions", "col")(name))
+
+
+def repartitioned(df: DataFrame, names: Sequence[str], partitions: int | None = None) -> DataFrame:
+    """`df.repartition([partitions,] *names)`, in 3 + 2 * len(names) round trips on a classic session
+    (pyspark's takes ~5 per name and 5 more)."""
+    spark = df.sparkSession
+    if is_connect(spark):
+        return df.repartition(*([partitions] if partitions is not None else []), *names)
+    from pyice_sql.spark.jvm.bridge import scala_seq
+
+    by = scala_seq(spark._jvm, [column(spark, n)._jc for n in names])
+    return type(df)(df._jdf.repartition(by) if partitions is None else df._jdf.repartition(partitions, by), spark)
+
+
+def sorted_within_partitions(df: DataFrame, names: Sequence[str]) -> DataFrame:
+    """`df.sortWithinPartitions(*names)` (ascending), in 3 + len(names) round trips on a classic session."""
+    spark = df.sparkSession
+    if is_connect(spark):
+        return df.sortWithinPartitions(*names)
+    from pyice_sql.spark.jvm.bridge import scala_seq
+
+    return type(df)(df._jdf.sortWithinPartitions(names[0], scala_seq(spark._jvm, names[1:])), spark)
+
+
+def with_columns(df: DataFrame, columns: dict[str, Column]) -> DataFrame:
+    """`df.withColumns(columns)`: one analysis, and on a classic session one round trip per column
+    and two more (pyspark's sends each name and column list one element at a time, and looks the
+    list class and `toSeq` up each time: ~16 round trips for two columns)."""
+    spark = df.sparkSession
+    if is_connect(spark):
+        return df.withColumns(columns)
+    from pyice_sql.spark.jvm.bridge import java_map
+
+    return type(df)(df._jdf.withColumns(java_map(spark._jvm, {n: c._jc for n, c in columns.items()})), spark)
 
 
 def jvm_column(jcol: object) -> Column:

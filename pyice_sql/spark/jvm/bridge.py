@@ -268,11 +268,63 @@ def java_string_list(jvm: Any, items: Iterable[str]) -> Any:
     """
     items = list(items)
     if not items or not all(items) or any("\0" in i for i in items):  # a split drops trailing empties
-        from py4j.java_collections import ListConverter
-
-        return ListConverter().convert(items, jvm._gateway_client)
+        return java_list(jvm, items)
     pattern, to_list = _splitter(jvm)
     return pattern.splitAsStream("\0".join(items)).collect(to_list)
+
+
+def java_list(jvm: Any, items: Iterable[Any]) -> Any:
+    """`items` (JVM objects or py4j-convertible values) as a java.util.ArrayList: one round trip
+    per item and one more. py4j's ListConverter also looks `java.util.ArrayList` up each time, a
+    round trip per package step."""
+    out = _java_class(jvm, "java.util.ArrayList")()
+    for item in items:
+        out.add(item)
+    return out
+
+
+def java_map(jvm: Any, items: dict[str, Any]) -> Any:
+    """`items` as a java.util.LinkedHashMap (insertion order kept), as `java_list` builds a list."""
+    out = _java_class(jvm, "java.util.LinkedHashMap")()
+    for key, value in items.items():
+        out.put(key, value)
+    return out
+
+
+def scala_seq(jvm: Any, items: Iterable[Any]) -> Any:
+    """`items` as a Scala Seq (the varargs of Spark's Scala API), as `java_list` builds a list."""
+    return seq_of(jvm, java_list(jvm, items))
+
+
+def seq_of(jvm: Any, jlist: Any) -> Any:
+    """The java.util.List `jlist` as a Scala Seq, in one round trip (`jvm.PythonUtils.toSeq` is three)."""
+    return java_static(jvm, "org.apache.spark.api.python.PythonUtils", "toSeq")(jlist)
+
+
+_CLASSES: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str | None], Any]]" = weakref.WeakKeyDictionary()
+
+
+def _java_class(jvm: Any, name: str) -> Any:
+    """The JVM class `name` (fully qualified), looked up once per gateway: one round trip, where
+    `jvm.java.util.X` is one per package step."""
+    return _looked_up(jvm, name, None)
+
+
+def java_static(jvm: Any, class_name: str, member: str) -> Any:
+    """The static method `member` of the JVM class `class_name`, looked up once per gateway (each
+    `jvm.Cls.member` is a round trip to find the class, or several, and one to find the member)."""
+    return _looked_up(jvm, class_name, member)
+
+
+def _looked_up(jvm: Any, class_name: str, member: str | None) -> Any:
+    found = _CLASSES.setdefault(jvm._gateway_client, {})
+    key = (class_name, member)
+    if key not in found:
+        klass = found.get((class_name, None))
+        if klass is None:
+            klass = found[(class_name, None)] = getattr(jvm, class_name)
+        found[key] = klass if member is None else getattr(klass, member)
+    return found[key]
 
 
 _SPLITTERS: "weakref.WeakKeyDictionary[Any, tuple[Any, Any]]" = weakref.WeakKeyDictionary()

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import json
 
-from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession, functions as F, types as T
+from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types as T
 
 from pyice_sql.core.errors import UnsupportedError
 from pyice_sql.core.format.fileio import is_local
@@ -31,7 +31,7 @@ from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.core.sql.dialect import quote_identifier as quote
 from pyice_sql.spark.connect_backend import is_connect
-from pyice_sql.spark.frames import select_sql
+from pyice_sql.spark.frames import column, select_sql
 from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.file_keys import live_rows, lookup_facts, scan_keys
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
@@ -84,20 +84,21 @@ def partition_key(f: DataFile) -> str:
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
+# Iceberg stores proleptic Gregorian dates and timestamps: files written by Java (which carry no
+# Spark calendar marker) are read as they are, whatever the session's rebase setting.
+_READ_OPTIONS = {"recursiveFileLookup": "true", "datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
+
+
 def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -> DataFrame:
-    # Iceberg stores proleptic Gregorian dates and timestamps: files written by Java (which carry
-    # no Spark calendar marker) are read as they are, whatever the session's rebase setting.
-    reader = (spark.read.schema(schema).option("recursiveFileLookup", "true")
-              .option("datetimeRebaseMode", "CORRECTED").option("int96RebaseMode", "CORRECTED"))
     if len(paths) <= 32 or not all(is_local(p) for p in paths):
-        return _load(spark, reader, paths)
+        return _load(spark, schema, paths)
     # Spark stats every path while building the DataFrame, in a Spark job of one task per path once
     # there are more than `threshold` (32) of them: ~10 s for 1,700 local files, where the driver
     # takes < 1 s. So local files are listed on the driver (remote stores keep the parallel job).
     previous = spark.conf.get(_LISTING_THRESHOLD, None)
     spark.conf.set(_LISTING_THRESHOLD, str(len(paths) + 1))
     try:
-        return _load(spark, reader, paths)
+        return _load(spark, schema, paths)
     finally:
         if previous is None:
             spark.conf.unset(_LISTING_THRESHOLD)
@@ -105,15 +106,20 @@ def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -
             spark.conf.set(_LISTING_THRESHOLD, previous)
 
 
-def _load(spark: SparkSession, reader: DataFrameReader, paths: list[str]) -> DataFrame:
-    """`reader.parquet(*paths)`, with the paths handed to the JVM in one piece on a classic session
-    (pyspark's own call makes a py4j round trip per path)."""
+def _load(spark: SparkSession, schema: T.StructType, paths: list[str]) -> DataFrame:
+    """`spark.read.schema(schema).options(...).parquet(*paths)`, built on the JVM's reader on a
+    classic session, the paths handed over in one piece: pyspark's reader makes a py4j round trip
+    per path and five more to find the active session for the schema (~0.25 ms each)."""
+    reader = spark.read
     if is_connect(spark):
-        return reader.parquet(*paths)
-    from pyice_sql.spark.jvm.bridge import java_string_list
+        return reader.schema(schema).options(**_READ_OPTIONS).parquet(*paths)
+    from pyice_sql.spark.jvm.bridge import java_string_list, seq_of
 
     jvm = spark._jvm
-    return reader._df(reader._jreader.parquet(jvm.PythonUtils.toSeq(java_string_list(jvm, paths))))
+    jreader = reader._jreader.schema(spark._jsparkSession.parseDataType(schema.json()))
+    for key, value in _READ_OPTIONS.items():
+        jreader = jreader.option(key, value)
+    return reader._df(jreader.parquet(seq_of(jvm, java_string_list(jvm, paths))))
 
 
 def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_facts: bool = False,
@@ -212,7 +218,8 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     # `identified` (shim calls) runs once
     direct = row_identity and as_written == [True] and not eq_deletes
     if direct:
-        added, live, direct = identified(*(F.col(f"_metadata.{c}") for c in ("file_size", "file_path", "row_index")))
+        added, live, direct = identified(*(column(spark, f"_metadata.{c}")
+                                           for c in ("file_size", "file_path", "row_index")))
     if not direct:
         added, live, _ = identified(F.col(_FILE_SIZE), F.col(_SPARK_PATH), F.col(POS_COL))
     frames = []
@@ -247,6 +254,8 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     meta = [FILE_COL, POS_COL, SPEC_COL, PARTITION_COL] if with_metadata else []
     extra = [*meta, *([SEQ_COL, FIRST_ROW_ID_COL] if file_facts else []), *([FILE_ORDINAL_COL] if file_ordinal else []),
              *([live_flag] if live_flag else [])]
+    if direct and not extra:  # the table's columns as written, filtered: no projection to add
+        return data
     if direct or not pos_deletes and not eq_deletes and all(c in added or c == POS_COL for c in extra):
         # nothing joined after them: the added columns are computed in the final projection
         pos = F.col("_metadata.row_index" if direct else POS_COL)
