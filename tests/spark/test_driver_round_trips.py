@@ -20,6 +20,16 @@ EXTRA_COLUMNS = 60
 ALLOWED_GROWTH = 40
 
 
+# a warm UPDATE or DELETE of the narrow table, either write mode: 150-160 round trips on Spark 3.5
+# (186-212 before the writes' projections, repartitions and sorts crossed as SQL text or cached
+# JVM members, and the reader's options in one chain), 237-240 on Spark 4.3, whose pyspark makes
+# more per DataFrame step
+def _budget() -> int:
+    import pyspark
+
+    return 190 if pyspark.__version__.startswith("3.") else 280
+
+
 def _round_trips(monkeypatch, run) -> int:
     from py4j.java_gateway import GatewayClient
 
@@ -65,3 +75,4 @@ def test_round_trips_do_not_grow_with_the_column_count(ice, monkeypatch, mode, s
     assert (count, total) == ((200, 19900 + 1920 + 1940) if statement.startswith("UPDATE")
                               else (160, 19900 - 1920 - 1940))
     assert counts["wide"] - counts["narrow"] <= ALLOWED_GROWTH, counts
+    assert counts["narrow"] <= _budget(), counts

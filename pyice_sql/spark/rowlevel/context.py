@@ -168,13 +168,13 @@ ACTING_SQL = f"{OP} IN ({DELETE}, {UPDATE})"  # the row deletes or updates its t
 NEW_ROW_SQL = f"{OP} IN ({UPDATE}, {INSERT})"  # the row is written as a new row: an update's values, or an insert
 
 
-def acting_rows(w: RowLevelWrite, condition: Column, tagged: DataFrame | None = None) -> DataFrame:
-    """`tagged` (by default the statement's tagged rows) where `condition` holds, a condition true
+def acting_rows(w: RowLevelWrite, condition: str, tagged: DataFrame | None = None) -> DataFrame:
+    """`tagged` (by default the statement's tagged rows) where `condition` (SQL) holds, a condition true
     of every row that deletes or updates. An UPDATE or DELETE tags only the rows its WHERE selects,
     each with its one unconditional action: there every row holds, and the filter (one more
     analysis of the whole plan) is left out."""
     rows = w.tagged if tagged is None else tagged
-    return rows if w.plan.source is None else rows.where(condition)
+    return rows if w.plan.source is None else rows.where(F.expr(condition))
 
 
 def tagged_new_rows(w: RowLevelWrite) -> DataFrame:
@@ -193,6 +193,14 @@ def new_row() -> Column:
 
 def matched(plan: RowLevelPlan) -> Column:
     return F.col(MATCHED_PAIR) if plan.source is not None else F.lit(False)
+
+
+def changes_sql(w: RowLevelWrite, new_rows: bool = False) -> str:
+    """SQL of the rows a write of changes takes: those that delete or update a target row, with
+    `new_rows` those written as new rows too, and where MERGE checks cardinality its matched pairs
+    (a target row in two of them fails the write)."""
+    return " OR ".join([ACTING_SQL, *([NEW_ROW_SQL] if new_rows else []),
+                        *([MATCHED_PAIR] if w.checks_cardinality else [])])
 
 
 def op_count(op: int) -> Column:

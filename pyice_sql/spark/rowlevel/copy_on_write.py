@@ -53,7 +53,7 @@ from pyice_sql.spark.frames import jvm_column, select_sql
 from pyice_sql.spark.observations import observe
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, MATCHED_PAIR, OP, POS, SOURCE_ROW
 from pyice_sql.spark.rowlevel.context import (
-    ACTING_SQL, RowLevelWrite, Written, acting, acting_rows, matched, new_row_counts, observed, op_count,
+    ACTING_SQL, RowLevelWrite, Written, acting_rows, matched, new_row_counts, observed, op_count,
     tagged_new_rows,
 )
 from pyice_sql.spark.write.data_writer import quote, write_data_files
@@ -120,7 +120,7 @@ def _merge_again(w: RowLevelWrite, per_file: list, out: Written, not_matched: No
 
 def changed_rows(w: RowLevelWrite) -> DataFrame:
     """The (`_file`, `_pos`) of every target row an action changed: not copied by the rewrite."""
-    return acting_rows(w, acting()).select(F.col(FILE).alias("_file"), F.col(POS).alias("_pos"))
+    return select_sql(acting_rows(w, ACTING_SQL), [f"{FILE} AS _file", f"{POS} AS _pos"])
 
 
 def _rewrite(w: RowLevelWrite, rewritten: list[FileScanTask]) -> list[DataFile]:

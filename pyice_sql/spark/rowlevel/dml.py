@@ -60,7 +60,7 @@ from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.file_keys import ordinal_filter_prunes_files, paths_by_ordinal
 from pyice_sql.spark.read.reader import FILE_ORDINAL_COL, METADATA_COLUMNS, read_tasks
 from pyice_sql.spark.read.row_lineage import read_with_lineage
-from pyice_sql.spark.frames import select_sql
+from pyice_sql.spark.frames import select_sql, with_columns
 from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
 from pyice_sql.spark.schema import frame_schema, schema_to_spark
@@ -377,7 +377,7 @@ class RowLevelExecutor:
             if file_path is None:
                 return rows
             # the ordinal stays too: the delete writer keys its rows by it
-            return rows.withColumns({FILE_ORDINAL: F.col(FILE), FILE: file_path})  # one analysis, not two
+            return with_columns(rows, {FILE_ORDINAL: rows[FILE], FILE: file_path})  # one analysis, not two
 
         merge_rows, with_ids = None, None
         if merge_again:  # both passes must see the same pairs

@@ -52,8 +52,8 @@ from pyice_sql.spark.schema import frame_schema
 from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, OP, POS, ROW_ID
 from pyice_sql.spark.rowlevel.context import (
-    ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, acting_rows, counting_new_rows,
-    deleted_count, file_scoped_deletes, matched, new_row, observed, op_count, write_new_rows,
+    ACTING_SQL, CARDINALITY_MARKER, NEW_ROW_SQL, RowLevelWrite, Written, acting, acting_rows, changes_sql,
+    counting_new_rows, deleted_count, file_scoped_deletes, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import files_read_whole, quote, split_size, write_data_files
 from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
@@ -105,9 +105,8 @@ def _write(w: RowLevelWrite, targets: dict[str, DataFile], folded: dict[str, lis
         w.read_twice(w.tagged)
     # the new rows' counts are observed by the delete write, for the data write (none to write: no counts)
     tagged, counts = counting_new_rows(w) if w.writes_rows else (w.tagged, None)
-    rows = acting_rows(w, acting() | matched(w.plan) if check else acting(), tagged).select(
-        F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP), F.lit(False).alias(OLD),
-        *([F.col(FILE_ORDINAL)] if by_ordinal else []))
+    rows = select_sql(acting_rows(w, changes_sql(w), tagged), [
+        f"{FILE} AS _file", f"{POS} AS _pos", OP, f"false AS {OLD}", *([FILE_ORDINAL] if by_ordinal else [])])
     unioned = bool(folded) and in_tasks is None
     if unioned:  # Spark's writer: the previous delete rows of every file read ride along in the shuffle
         old = read_position_deletes(w.spark, [d.data_file for ds in folded.values() for d in ds])
@@ -173,11 +172,10 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     `check`, else is dropped) and counts the rows, each changed position once: no window and no
     observation, each one more analysis of the whole plan."""
     check = w.checks_cardinality
-    new = new_row()
     # only what the shuffle, the per-file step and the data write read: the tagged rows' other
     # columns would widen the shuffle and the shim's row conversion, and every plan over them
     row_id = [ROW_ID] if in_tasks.vectors and ROW_ID in frame_schema(w.tagged).names else []
-    rows = select_sql(acting_rows(w, acting() | new | matched(w.plan) if check else acting() | new), [
+    rows = select_sql(acting_rows(w, changes_sql(w, new_rows=True)), [
         *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields),
         *row_id])
     write_rows = _new_rows_writer(w, in_tasks)

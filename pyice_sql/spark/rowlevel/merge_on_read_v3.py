@@ -14,9 +14,10 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from pyice_sql.core.plan.nodes import DELETE
+from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, OP, POS, ROW_ID
 from pyice_sql.spark.rowlevel.context import (
-    CARDINALITY_MARKER, RowLevelWrite, Written, acting, acting_rows, counting_new_rows, matched, write_new_rows,
+    CARDINALITY_MARKER, RowLevelWrite, Written, acting, acting_rows, changes_sql, counting_new_rows, write_new_rows,
 )
 from pyice_sql.spark.rowlevel.merge_on_read import write_deletion_vectors_in_tasks
 from pyice_sql.spark.write.dv_writer import Changes, write_deletion_vectors
@@ -31,8 +32,7 @@ def write_merge_on_read_v3(w: RowLevelWrite) -> Written:
     if w.writes_rows:  # the deletion vector write, then the data write
         w.read_twice(w.tagged)
     tagged, counts = counting_new_rows(w)
-    rows = acting_rows(w, acting() | matched(w.plan) if check else acting(), tagged).select(
-        F.col(FILE).alias("_file"), F.col(POS).alias("_pos"), F.col(OP))
+    rows = select_sql(acting_rows(w, changes_sql(w), tagged), [f"{FILE} AS _file", f"{POS} AS _pos", OP])
     changes = Changes(rows, F.col(OP) == DELETE, acting(),
                       f"{CARDINALITY_MARKER}: a target row matched more than one source row" if check else None)
     delete_files, replaced, deleted = write_deletion_vectors(w.spark, changes, list(w.tasks), w.write)

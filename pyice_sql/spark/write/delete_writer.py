@@ -37,6 +37,7 @@ from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.partitioning import PartitionSpec
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.spark.connect_backend import conf_enabled, is_connect
+from pyice_sql.spark.frames import repartitioned, select_sql, sorted_within_partitions
 from pyice_sql.spark.read.file_keys import deletes_spec, file_key_sql, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import WriteContext, final_locations, quote, write_options, written_files
@@ -187,7 +188,7 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
 
     spark = deletes.sparkSession
     rows, outputs, spec = _in_task_rows(deletes, targets, ctx, per_file, in_tasks, as_read=as_read)
-    rows = rows.select(_KEY, F.col("_pos").cast("long"))
+    rows = select_sql(rows, [_KEY, "CAST(_pos AS BIGINT) AS _pos"])
     shim = load_shim(spark)
     try:
         written = (shim.write_deletion_vectors(rows._jdf, spec, in_tasks.previous) if in_tasks.vectors else
@@ -215,7 +216,7 @@ def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteConte
     if not along:
         rows = rows.withColumn(_KEY, F.expr(in_tasks.key_sql("_file")))
     if not as_read:
-        rows = _grouped_by_file(rows, len(targets), along).sortWithinPartitions(_KEY, "_pos")
+        rows = sorted_within_partitions(_grouped_by_file(rows, len(targets), along), [_KEY, "_pos"])
     if per_file is not None:
         rows = per_file(rows, _KEY)
     spec = _RECORD.join(f"{key}{_FIELD}{outputs.get(path, '')}{_FIELD}{path}"
@@ -229,10 +230,10 @@ def _grouped_by_file(rows: DataFrame, targets: int, along: bool) -> DataFrame:
     if along and conf_enabled(spark, "spark.sql.adaptive.enabled", True):
         # the rows carry the new rows too: adaptive execution sizes the tasks by them, as it does
         # a Spark write's (a few changed rows make one task, so one new data file)
-        return rows.repartition(F.col(_KEY))
+        return repartitioned(rows, [_KEY])
     # not left to AQE, which would coalesce by the shuffle's size: folding adds each file's
     # previous positions after it (one task would write every file)
-    return rows.repartition(max(1, min(targets, spark.sparkContext.defaultParallelism)), F.col(_KEY))
+    return repartitioned(rows, [_KEY], max(1, min(targets, spark.sparkContext.defaultParallelism)))
 
 
 def _delete_planned(ctx: WriteContext, outputs: dict[str, str]) -> None:
