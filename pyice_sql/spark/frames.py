@@ -9,7 +9,7 @@ plan is built on the client, the same text goes through `selectExpr`.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, functions as F
 
@@ -34,14 +34,27 @@ def select_sql(df: DataFrame, exprs: Sequence[str], extra: Sequence[Column] = ()
     return type(df)(load_shim(spark).select_with(df._jdf, jexprs, java_list(jvm, [c._jc for c in extra])), spark)
 
 
-def column(spark: SparkSession, name: str) -> Column:
-    """`F.col(name)`, in one round trip on a classic session (pyspark's finds `functions` and then
-    `col` on each call: three)."""
+def function(spark: SparkSession, name: str, *args: Any) -> Column:
+    """`F.<name>(*args)` (a function of Spark's `functions` whose arguments py4j converts: names,
+    literals), in one round trip on a classic session (pyspark's finds `functions` and then the
+    function on each call, and pyspark 4 records the call site: 3-10)."""
     if is_connect(spark):
-        return F.col(name)
+        return getattr(F, name)(*args)
     from pyice_sql.spark.jvm.bridge import java_static
 
-    return jvm_column(java_static(spark._jvm, "org.apache.spark.sql.functions", "col")(name))
+    return jvm_column(java_static(spark._jvm, "org.apache.spark.sql.functions", name)(*args))
+
+
+def column(spark: SparkSession, name: str) -> Column:
+    """`F.col(name)` (see `function`)."""
+    return function(spark, "col", name)
+
+
+def aliased(col: Column, name: str) -> Column:
+    """`col.alias(name)`, in one round trip on a classic session (pyspark 4 wraps each Column method
+    to record its call site: ~10 round trips)."""
+    jcol = getattr(col, "_jc", None)
+    return col.alias(name) if jcol is None else jvm_column(jcol.alias(name))
 
 
 def repartitioned(df: DataFrame, names: Sequence[str], partitions: int | None = None) -> DataFrame:

@@ -521,7 +521,10 @@ class ShimHandle:
     def file_facts(self, table: str, types: list[str], key: Any) -> list[Any]:
         """FileFacts.columns: one JVM Column per fact of `table`, typed by `types` (see
         read/file_keys.py), over the JVM column `key`."""
-        return list(self._call("FileFacts", "columns", self._spark._jsparkSession, table, ",".join(types), key))
+        columns = self._call("FileFacts", "columns", self._spark._jsparkSession, table, ",".join(types), key)
+        # one round trip per column: py4j's own indexing asks the array's length before each element
+        get = java_static(self._spark._jvm, "java.lang.reflect.Array", "get")
+        return [get(columns, i) for i in range(len(types))]
 
     def write_position_delete_files(self, rows: Any, targets: str, previous: str | None, codec: str) -> str:
         """PositionDeleteWriter.write: writes the delete files of the JVM Dataset `rows` in its tasks and

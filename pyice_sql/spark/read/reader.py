@@ -31,7 +31,7 @@ from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.core.sql.dialect import quote_identifier as quote
 from pyice_sql.spark.connect_backend import is_connect
-from pyice_sql.spark.frames import column, select_sql
+from pyice_sql.spark.frames import aliased, column, select_sql
 from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.file_keys import live_rows, lookup_facts, scan_keys
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
@@ -258,8 +258,8 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
         return data
     if direct or not pos_deletes and not eq_deletes and all(c in added or c == POS_COL for c in extra):
         # nothing joined after them: the added columns are computed in the final projection
-        pos = F.col("_metadata.row_index" if direct else POS_COL)
-        return select_sql(data, names, [added[c].alias(c) if c in added else pos.alias(c) for c in extra])
+        pos = column(spark, "_metadata.row_index" if direct else POS_COL)
+        return select_sql(data, names, [aliased(added.get(c, pos), c) for c in extra])
     if added:
         data = data.select("*", *[c.alias(n) for n, c in added.items()])
     if pos_deletes:

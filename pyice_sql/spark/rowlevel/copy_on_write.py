@@ -49,7 +49,8 @@ from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.plan.nodes import DELETE, INSERT, UPDATE
 from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.spark.read.reader import read_tasks
-from pyice_sql.spark.frames import jvm_column, select_sql
+from pyice_sql.spark.frames import aliased, jvm_column, select_sql
+from pyice_sql.spark.local_relation import sql_literal
 from pyice_sql.spark.observations import observe
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, MATCHED_PAIR, OP, POS, SOURCE_ROW
 from pyice_sql.spark.rowlevel.context import (
@@ -101,13 +102,15 @@ def _merge_again(w: RowLevelWrite, per_file: list, out: Written, not_matched: No
     if not read and not inserts:
         return out
     rows = w.merge_rows(read, not_matched)
-    kept = F.col(OP) != DELETE
-    if len(read) > len(out.rewritten):
-        kept &= F.col(FILE).isin([t.file.file_path for t in out.rewritten])
-    written = rows.where(F.when(F.col(FILE).isNull(), F.col(OP) == INSERT).otherwise(kept))
+    kept = f"{OP} <> {DELETE}"
+    if len(read) > len(out.rewritten):  # the copies of the files read for their inserts only are not written
+        paths = ", ".join(sql_literal(t.file.file_path, "string") for t in out.rewritten)
+        kept = f"{kept} AND {FILE} IN ({paths})" if paths else "false"
+    # SQL text: the Column API's conditions are ~10 round trips per step on pyspark 4
+    written = rows.where(F.expr(f"CASE WHEN {FILE} IS NULL THEN {OP} = {INSERT} ELSE {kept} END"))
     if inserts:
         counts = Observation(f"pyice_inserts_{uuid.uuid4().hex}")
-        written = observe(written, counts, op_count(INSERT).alias("inserted"))
+        written = observe(written, counts, aliased(op_count(INSERT), "inserted"))
     # with a broadcast source the scan's tasks write the rows they read (no shuffle of every copied
     # row, each file's rows kept together); the unmatched source rows come in tasks of their own
     straight = read_straight(read) if w.merged_as_read else []

@@ -60,7 +60,7 @@ from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
 from pyice_sql.spark.read.file_keys import ordinal_filter_prunes_files, paths_by_ordinal
 from pyice_sql.spark.read.reader import FILE_ORDINAL_COL, METADATA_COLUMNS, read_tasks
 from pyice_sql.spark.read.row_lineage import read_with_lineage
-from pyice_sql.spark.frames import select_sql, with_columns
+from pyice_sql.spark.frames import column, function, select_sql, with_columns
 from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
 from pyice_sql.spark.schema import frame_schema, schema_to_spark
@@ -297,7 +297,7 @@ class RowLevelExecutor:
                                                                   row_filter=row_filter)
             if pairing:
                 rows = pairing_rows(rows, source, plan.source_key_columns, schema)
-            return (rows, paths_by_ordinal(self.spark, [t.file.file_path for t in read], F.col(FILE)))
+            return (rows, paths_by_ordinal(self.spark, [t.file.file_path for t in read], column(self.spark, FILE)))
 
         # A copy-on-write MERGE's second pass (or UPDATE's or DELETE's rewrite by predicate) reads
         # whole the files its first pass found: it reuses the first pass's scan, taken before the
@@ -349,8 +349,8 @@ class RowLevelExecutor:
         broadcast_again = broadcast_again and not matched_sources
         if source is not None:
             # one projection, one analysis; ids stay the same on each read of the persisted source
-            source = source.withColumns({SOURCE_MARK: F.lit(True), **(
-                {SOURCE_ROW: F.monotonically_increasing_id()} if plan.broadcast_source else {})})
+            source = with_columns(source, {SOURCE_MARK: function(self.spark, "lit", True), **(
+                {SOURCE_ROW: function(self.spark, "monotonically_increasing_id")} if plan.broadcast_source else {})})
             source_view = self._view(F.broadcast(source) if plan.broadcast_source else source)
         else:
             source_view = None

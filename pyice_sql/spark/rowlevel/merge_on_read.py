@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame, Observation, Window, functions as F
 from pyice_sql.core.model.manifest import DataFile, FileContent
 from pyice_sql.core.scan.delete_index import referenced_path
 from pyice_sql.core.plan.nodes import DELETE, INSERT
-from pyice_sql.spark.frames import select_sql
+from pyice_sql.spark.frames import aliased, select_sql
 from pyice_sql.spark.observations import observe
 from pyice_sql.spark.schema import frame_schema
 from pyice_sql.spark.read.reader import read_position_deletes
@@ -194,7 +194,7 @@ def _counting(w: RowLevelWrite, check: bool, folding: bool, observation: Observa
     changes each target row once, so without folded rows in the shuffle it needs no window: the
     rows are counted as they come."""
     def counted(rows: DataFrame) -> DataFrame:
-        return observe(rows, observation, *[op_count(op).alias(name) for op, name in ops])
+        return observe(rows, observation, *[aliased(op_count(op), name) for op, name in ops])
     if w.plan.source is None and not folding:
         return lambda rows, file_column: counted(rows)
     return lambda rows, file_column: counted(per_file(rows, file_column, check, folding))
