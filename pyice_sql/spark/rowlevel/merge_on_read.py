@@ -18,9 +18,12 @@ grouped for the delete write go on, with their new values, to the data write, wh
 the delete files as they stream by (Iceberg Java's delta writer), so the tagged rows are neither
 cached nor read twice. Inserted rows have no data file: they ride in the task of the rows without
 one. There the in-task writer also does the window's work (a position's second row dropped, or
-the job failed on it) and counts the rows as they go by: no window, no observation. A MERGE
-over a large source keeps two jobs: its inserts go to the data write's own advisory-size tasks,
-never all into one task of the delete write.
+the job failed on it) and counts the rows as they go by: no window, no observation. A statement
+that writes no rows (a DELETE, a MERGE that only deletes) runs the same filter in a job of its
+own, where no row passes it: no Row conversion of the deleted rows and no observation, whose
+node would split the scan's generated code in two (each part compiled again per statement: the
+literals of its filter are in the code). A MERGE over a large source keeps two jobs: its inserts
+go to the data write's own advisory-size tasks, never all into one task of the delete write.
 
 A DELETE has no join: where the scan reads each data file whole in one task
 (`data_writer.files_read_whole` sets the splits for the write) its rows reach the delete writer
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import uuid
 from contextlib import nullcontext
+from functools import partial
 from typing import Callable
 
 from pyspark.sql import DataFrame, Observation, Window, functions as F
@@ -98,9 +102,9 @@ def _write(w: RowLevelWrite, targets: dict[str, DataFile], folded: dict[str, lis
            in_tasks: InTaskTargets | None) -> Written:
     check = w.checks_cardinality
     by_ordinal = in_tasks is not None and in_tasks.ordinal is not None
-    as_read = by_ordinal and _read_straight(w, list(targets.values()))
-    if in_tasks is not None and _in_one_job(w):
-        return _write_in_one_job(w, targets, folded, in_tasks)
+    if in_tasks is not None and (_in_one_job(w) or not w.writes_rows):
+        as_read = by_ordinal and _read_straight(w, list(targets.values()))
+        return _write_in_one_job(w, targets, folded, in_tasks, as_read)
     if w.writes_rows:  # the delete write, then the data write
         w.read_twice(w.tagged)
     # the new rows' counts are observed by the delete write, for the data write (none to write: no counts)
@@ -114,8 +118,7 @@ def _write(w: RowLevelWrite, targets: dict[str, DataFile], folded: dict[str, lis
                                            F.lit(True).alias(OLD)))
     deletes = Observation(f"pyice_deletes_{uuid.uuid4().hex}")
     grouped = _counting(w, check, unioned, deletes, ((DELETE, "deleted"),))
-    with files_read_whole(w.spark, list(targets.values())) if as_read else nullcontext():
-        delete_files = write_position_deletes(rows, targets, w.write, grouped, in_tasks, as_read)
+    delete_files = write_position_deletes(rows, targets, w.write, grouped, in_tasks)
     # an observation of rows the optimizer proved empty (or of no job at all) reports nothing
     # no delete file written means no position deleted (and Spark may have reported nothing)
     deleted = (observed(deletes, lambda: deleted_count(w.tagged)).get("deleted") or 0) if delete_files else 0
@@ -166,21 +169,28 @@ def _in_one_job(w: RowLevelWrite) -> bool:
             and not names & set(_ROW_COLUMNS))
 
 
-def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: InTaskTargets) -> Written:
-    """The delete files and the new rows' data files, written by the same tasks (one job). The
-    in-task writer also does MERGE's per-file step (a position's second row fails the job when
-    `check`, else is dropped) and counts the rows, each changed position once: no window and no
-    observation, each one more analysis of the whole plan."""
+def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: InTaskTargets,
+                      as_read: bool) -> Written:
+    """The delete files and the new rows' data files, written by the same tasks (one job); a
+    statement that writes no rows (a DELETE, a MERGE that only deletes) runs the in-task writer's
+    job alone, straight from the scan when `as_read` (`_read_straight`). The in-task writer also
+    does MERGE's per-file step (a position's second row fails the job when `check`, else is
+    dropped) and counts the rows, each changed position once: no window and no observation, each
+    one more analysis of the whole plan."""
     check = w.checks_cardinality
-    # only what the shuffle, the per-file step and the data write read: the tagged rows' other
-    # columns would widen the shuffle and the shim's row conversion, and every plan over them
-    row_id = [ROW_ID] if in_tasks.vectors and ROW_ID in frame_schema(w.tagged).names else []
-    rows = select_sql(acting_rows(w, changes_sql(w, new_rows=True)), [
-        *along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL), *(quote(f.name) for f in w.schema.fields),
-        *row_id])
-    write_rows = _new_rows_writer(w, in_tasks)
-    delete_files, data_files, counted = write_position_deletes_along(
-        rows, targets, w.write, in_tasks, lambda rows: write_rows(rows, in_place=True), _TWO_PAIRS if check else None)
+    if w.writes_rows:
+        # only what the shuffle, the per-file step and the data write read: the tagged rows' other
+        # columns would widen the shuffle and the shim's row conversion, and every plan over them
+        row_id = [ROW_ID] if in_tasks.vectors and ROW_ID in frame_schema(w.tagged).names else []
+        columns = [*along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL),
+                   *(quote(f.name) for f in w.schema.fields), *row_id]
+        new_rows = partial(_new_rows_writer(w, in_tasks), in_place=True)
+    else:
+        columns, new_rows = along_columns(in_tasks, FILE, POS, ACTING_SQL, "false"), None
+    rows = select_sql(acting_rows(w, changes_sql(w, new_rows=True)), columns)
+    with files_read_whole(w.spark, list(targets.values())) if as_read else nullcontext():
+        delete_files, data_files, counted = write_position_deletes_along(
+            rows, targets, w.write, in_tasks, new_rows, _TWO_PAIRS if check else None, as_read)
     if not delete_files and not data_files:  # each new row replaces a deleted position: nothing changed
         return Written()
     return _written(counted, counted.get("deleted") or 0, data_files, delete_files, folded)

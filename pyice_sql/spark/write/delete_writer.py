@@ -109,8 +109,8 @@ def in_task_targets(spark: SparkSession, targets: dict[str, DataFile], folded: d
 
 
 def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
-                           per_file: PerFile | None = None, in_tasks: InTaskTargets | None = None,
-                           as_read: bool = False) -> list[DataFile]:
+                           per_file: PerFile | None = None, in_tasks: InTaskTargets | None = None
+                           ) -> list[DataFile]:
     """Write `deletes` (columns `_file` = manifest path of the data file, `_pos`) as delete files.
 
     `targets` maps data file paths to their DataFile, whose spec and partition the delete file
@@ -119,15 +119,12 @@ def write_position_deletes(deletes: DataFrame, targets: dict[str, DataFile], ctx
     position, with the name of the column that tells their data file (to window over), and returns
     the rows to write (the caller's dedup, checks and counts ride in the same job as the write).
     `in_tasks` (from `in_task_targets`) selects the in-task writer, which then also folds the
-    previous deletes it names into each target's new delete file. `as_read` (in-task writer only):
-    the rows come straight from a scan that reads each data file whole in one task
-    (`data_writer.files_read_whole`), so they are grouped by file and in position order already:
-    no shuffle, the scan's tasks write the delete files.
+    previous deletes it names into each target's new delete file.
     """
     if not targets:
         return []
     if in_tasks is not None:
-        return _write_in_tasks(deletes, targets, ctx, per_file, in_tasks, as_read)
+        return _write_in_tasks(deletes, targets, ctx, per_file, in_tasks)
     return _write_with_spark(deletes, targets, ctx, per_file)
 
 
@@ -151,8 +148,8 @@ class WrittenAlong(NamedTuple):
 
 
 def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext,
-                                 in_tasks: InTaskTargets, write_rows: Callable[[DataFrame], list[DataFile]],
-                                 on_repeat: str | None = None) -> WrittenAlong:
+                                 in_tasks: InTaskTargets, write_rows: Callable[[DataFrame], list[DataFile]] | None,
+                                 on_repeat: str | None = None, as_read: bool = False) -> WrittenAlong:
     """The in-task writer inside the data file write, as Iceberg Java's delta writer: `rows`
     (leading columns `along_columns`, then the new row's) are grouped by data file as for
     `write_position_deletes`, and the rows of no data file (inserted rows: no key) all go to one
@@ -162,17 +159,27 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
     rows are not cached between them. A position's second row (its target row in a second matched
     pair of a MERGE) fails the job with the message `on_repeat`, or is dropped where that is None;
     the rows are counted as they go by (`WrittenAlong`), each changed position once, so the caller
-    needs neither a window over them nor an observation."""
+    needs neither a window over them nor an observation.
+
+    `write_rows` None: no row goes on (a DELETE, a MERGE that only deletes): the filter's job is
+    the delete write alone, with no Row conversion, per-file window or observation of its own.
+    `as_read`: the rows come straight from a scan that reads each data file whole in one task
+    (`data_writer.files_read_whole`), so they are grouped by file and in position order already:
+    no shuffle, the scan's tasks write the delete files."""
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = rows.sparkSession
-    keyed, outputs, spec = _in_task_rows(rows, targets, ctx, None, in_tasks, along=True)
+    keyed, outputs, spec = _in_task_rows(rows, targets, ctx, None, in_tasks, along=write_rows is not None,
+                                         keyed=True, as_read=as_read)
     shim = load_shim(spark)
     along = (shim.deletion_vectors_along(keyed._jdf, spec, in_tasks.previous, on_repeat) if in_tasks.vectors else
              shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx), on_repeat))
     data_files: list[DataFile] = []
     try:
-        data_files = write_rows(type(rows)(along.rows(), spark))  # pyspark's classic DataFrame of a JVM one
+        if write_rows is None:
+            along.rows().collectAsList()  # the job: no row passes the filter, so nothing comes back
+        else:
+            data_files = write_rows(type(rows)(along.rows(), spark))  # pyspark's classic DataFrame of a JVM one
         delete_files = _described(shim.delete_file_summaries(along), targets, outputs, ctx, in_tasks.vectors)
         return WrittenAlong(delete_files, data_files, shim.along_counts(along))
     except BaseException:
@@ -183,11 +190,11 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
 
 
 def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
-                    in_tasks: InTaskTargets, as_read: bool) -> list[DataFile]:
+                    in_tasks: InTaskTargets) -> list[DataFile]:
     from pyice_sql.spark.jvm.bridge import load_shim
 
     spark = deletes.sparkSession
-    rows, outputs, spec = _in_task_rows(deletes, targets, ctx, per_file, in_tasks, as_read=as_read)
+    rows, outputs, spec = _in_task_rows(deletes, targets, ctx, per_file, in_tasks)
     rows = select_sql(rows, [_KEY, "CAST(_pos AS BIGINT) AS _pos"])
     shim = load_shim(spark)
     try:
@@ -200,20 +207,20 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
 
 
 def _in_task_rows(rows: DataFrame, targets: dict[str, DataFile], ctx: WriteContext, per_file: PerFile | None,
-                  in_tasks: InTaskTargets, along: bool = False, as_read: bool = False
+                  in_tasks: InTaskTargets, along: bool = False, keyed: bool = False, as_read: bool = False
                   ) -> tuple[DataFrame, dict[str, str], str]:
     """The in-task writer's rows (keyed, grouped by data file, sorted by position, `per_file`
     applied), each target's planned delete file (none for deletion vectors), and the writer's
-    targets spec. `along`: the rows go on to a data file write, keyed already
-    (`write_position_deletes_along`); `as_read`: they come grouped and sorted from the scan
-    (`write_position_deletes`)."""
+    targets spec. `along`: the rows go on to a data file write; `keyed`: they carry their key
+    already (`write_position_deletes_along`); `as_read`: they come grouped and sorted from the
+    scan."""
     operation_id = new_operation_id(deletes=True)
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
     outputs = {} if in_tasks.vectors else {
         path: new_file_location(ctx.location, ctx.properties, _partition_path(ctx, specs.get(f.spec_id), f),
                                 file_name(i, 0, operation_id, 1, deletes=True))
         for i, (path, f) in enumerate(targets.items())}
-    if not along:
+    if not keyed:
         rows = rows.withColumn(_KEY, F.expr(in_tasks.key_sql("_file")))
     if not as_read:
         rows = sorted_within_partitions(_grouped_by_file(rows, len(targets), along), [_KEY, "_pos"])
