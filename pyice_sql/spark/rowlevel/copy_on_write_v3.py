@@ -24,7 +24,8 @@ from pyice_sql.spark.rowlevel.compile.merge_rows import ROW_ID
 from pyice_sql.spark.rowlevel.context import RowLevelWrite, Written, tagged_new_rows
 from pyice_sql.spark.rowlevel.copy_on_write import changed_rows, read_straight, write_copy_on_write
 from pyice_sql.spark.write.data_writer import quote
-from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
+from pyice_sql.spark.schema import frame_schema
+from pyice_sql.spark.write.lineage_columns import new_row_lineage, write_with_lineage
 
 
 def write_copy_on_write_v3(w: RowLevelWrite) -> Written:
@@ -39,7 +40,8 @@ def _rewrite_with_lineage(w: RowLevelWrite, rewritten: list[FileScanTask]) -> li
     copies = (read_with_lineage(w.spark, w.schema, rewritten, with_metadata=True)
               .join(changed_rows(w), [FILE_COL, POS_COL], "left_anti")
               .select(*[quote(f.name) for f in w.schema.fields], *LINEAGE_COLUMNS))
-    new_rows = with_row_ids(tagged_new_rows(w), ROW_ID)
-    new_rows = select_sql(w.checked_rows(new_rows), [quote(n) for n in (*(f.name for f in w.schema.fields),
-                                                                        *LINEAGE_COLUMNS)])
+    new_rows = tagged_new_rows(w)
+    lineage = new_row_lineage(ROW_ID if ROW_ID in frame_schema(new_rows).names else None)
+    new_rows = select_sql(w.checked_rows(new_rows), [*(quote(f.name) for f in w.schema.fields),
+                                                     *(f"{sql} AS {quote(n)}" for n, sql in lineage.items())])
     return write_with_lineage(new_rows.unionByName(copies), w.write)

@@ -60,7 +60,7 @@ from pyice_sql.spark.rowlevel.context import (
     counting_new_rows, deleted_count, file_scoped_deletes, observed, op_count, write_new_rows,
 )
 from pyice_sql.spark.write.data_writer import files_read_whole, quote, split_size, write_data_files
-from pyice_sql.spark.write.lineage_columns import with_row_ids, write_with_lineage
+from pyice_sql.spark.write.lineage_columns import new_row_lineage, with_row_ids, write_with_lineage
 from pyice_sql.spark.write.delete_writer import (
     InTaskTargets, PerFile, along_columns, in_task_targets, write_position_deletes, write_position_deletes_along,
 )
@@ -128,11 +128,13 @@ def _write(w: RowLevelWrite, targets: dict[str, DataFile], folded: dict[str, lis
     return _written(counted, deleted, data_files, delete_files, folded)
 
 
-def _new_rows_writer(w: RowLevelWrite, in_tasks: InTaskTargets | None) -> Callable[..., list[DataFile]]:
+def _new_rows_writer(w: RowLevelWrite, in_tasks: InTaskTargets | None,
+                     with_lineage: bool = False) -> Callable[..., list[DataFile]]:
     """The data file write of the new rows (keywords: `write_data_files`'); on format v3 they carry
-    their lineage (an updated row keeps its `_row_id`)."""
+    their lineage (an updated row keeps its `_row_id`), `with_lineage`: already."""
     if in_tasks is not None and in_tasks.vectors:
-        return lambda rows, **kw: write_with_lineage(w.checked_rows(with_row_ids(rows, ROW_ID)), w.write, **kw)
+        lineage = (lambda rows: rows) if with_lineage else partial(with_row_ids, carried=ROW_ID)
+        return lambda rows, **kw: write_with_lineage(w.checked_rows(lineage(rows)), w.write, **kw)
     return lambda rows, **kw: write_data_files(w.checked_rows(rows), w.write, **kw)
 
 
@@ -180,11 +182,13 @@ def _write_in_one_job(w: RowLevelWrite, targets: dict, folded: dict, in_tasks: I
     check = w.checks_cardinality
     if w.writes_rows:
         # only what the shuffle, the per-file step and the data write read: the tagged rows' other
-        # columns would widen the shuffle and the shim's row conversion, and every plan over them
-        row_id = [ROW_ID] if in_tasks.vectors and ROW_ID in frame_schema(w.tagged).names else []
+        # columns would widen the shuffle and the shim's row conversion, and every plan over them;
+        # on format v3 the new rows' lineage too, in this projection (no step of its own to analyse)
+        lineage = (new_row_lineage(ROW_ID if ROW_ID in frame_schema(w.tagged).names else None)
+                   if in_tasks.vectors else {})
         columns = [*along_columns(in_tasks, FILE, POS, ACTING_SQL, NEW_ROW_SQL),
-                   *(quote(f.name) for f in w.schema.fields), *row_id]
-        new_rows = partial(_new_rows_writer(w, in_tasks), in_place=True)
+                   *(quote(f.name) for f in w.schema.fields), *(f"{sql} AS {quote(n)}" for n, sql in lineage.items())]
+        new_rows = partial(_new_rows_writer(w, in_tasks, with_lineage=True), in_place=True)
     else:
         columns, new_rows = along_columns(in_tasks, FILE, POS, ACTING_SQL, "false"), None
     rows = select_sql(acting_rows(w, changes_sql(w, new_rows=True)), columns)

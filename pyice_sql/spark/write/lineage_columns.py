@@ -21,19 +21,26 @@ from pyspark.sql import DataFrame, functions as F
 from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.model.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.sql.dialect import quote_identifier as quote
 from pyice_sql.spark.schema import frame_schema
 from pyice_sql.spark.write.data_writer import WriteContext, write_data_files
 
 _LINEAGE_IDS = frozenset(f.field_id for f in LINEAGE_FIELDS)
 
 
-def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
-    """Tagged `rows` plus `_row_id` (column `carried`: that of the target row an update replaces,
-    null for an inserted row; absent when the statement updates nothing) and a null
+def new_row_lineage(carried: str | None) -> dict[str, str]:
+    """The lineage columns of a row-level write's new rows, as SQL over its tagged rows by name:
+    `_row_id` from the column `carried` (that of the target row an update replaces, null for an
+    inserted row; None when the statement updates nothing) and a null
     `_last_updated_sequence_number`."""
-    row_id = F.col(carried) if carried in frame_schema(rows).names else F.lit(None)
-    return rows.withColumns({ROW_ID.name: row_id.cast("long"),  # one analysis, not two
-                             LAST_UPDATED_SEQUENCE_NUMBER.name: F.lit(None).cast("long")})
+    return {ROW_ID.name: f"CAST({quote(carried)} AS BIGINT)" if carried else "CAST(NULL AS BIGINT)",
+            LAST_UPDATED_SEQUENCE_NUMBER.name: "CAST(NULL AS BIGINT)"}
+
+
+def with_row_ids(rows: DataFrame, carried: str) -> DataFrame:
+    """Tagged `rows` plus their `new_row_lineage` (`carried` may be absent from them)."""
+    lineage = new_row_lineage(carried if carried in frame_schema(rows).names else None)
+    return rows.withColumns({name: F.expr(sql) for name, sql in lineage.items()})  # one analysis, not two
 
 
 def write_with_lineage(rows: DataFrame, ctx: WriteContext, rebalance: bool = True,
