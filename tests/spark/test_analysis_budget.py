@@ -20,15 +20,23 @@ pytestmark = pytest.mark.spark
 # per Spark major version (Spark 4 runs a few more); Iceberg Java: 3-4 on either
 BUDGET = {
     ("merge-on-read", "MERGE"): {3: 44, 4: 43},
-    ("merge-on-read", "UPDATE"): {3: 26, 4: 26},
-    ("merge-on-read", "DELETE"): {3: 27, 4: 28},
+    # an UPDATE or DELETE reads its scan, aliased as its target, as a filter and a projection, not
+    # as SQL over a temp view (dml.py `_select_over`; the view's three: 26 / 26, 27 / 28)
+    ("merge-on-read", "UPDATE"): {3: 26, 4: 25},
+    ("merge-on-read", "DELETE"): {3: 20, 4: 19},
+    # format v3: the new rows' lineage in the in-task writer's projection (merge_on_read.py; as a
+    # step of its own: 30 and 48 on Spark 3.5, 31 and 48 on 4.3)
+    ("merge-on-read v3", "UPDATE"): {3: 28, 4: 27},
+    ("merge-on-read v3", "MERGE"): {3: 46, 4: 45},
     ("copy-on-write", "MERGE"): {3: 40, 4: 43},
     # its second pass broadcasting the source, the unmatched source rows known from the first
     # (as over a large target, or with Spark's default shuffle partitions: join_type.py)
     ("copy-on-write by matched sources", "MERGE"): {3: 53, 4: 57},
-    # the rewrite by predicate reads its files through the count of changes' scan (dml.py)
-    ("copy-on-write", "UPDATE"): {3: 28, 4: 29},
-    ("copy-on-write", "DELETE"): {3: 29, 4: 30},
+    # the rewrite by predicate reads its files through the count of changes' scan (dml.py); with
+    # no temp view the two passes take two analyses more on Spark 3.5 (28, 29 with the view, whose
+    # registering and dropping cost more: 8-21 ms less before the first job without it)
+    ("copy-on-write", "UPDATE"): {3: 30, 4: 30},
+    ("copy-on-write", "DELETE"): {3: 29, 4: 29},
 }
 
 STATEMENTS = {
@@ -58,14 +66,16 @@ def test_statement_stays_within_its_analysis_budget(ice, monkeypatch, shape, kin
 
     mode = shape.split()[0]
     ice.sql("CREATE DATABASE local.db")
-    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ('format-version' = '2', "
-            f"'write.merge.mode' = '{mode}', 'write.update.mode' = '{mode}', 'write.delete.mode' = '{mode}')")
+    version = 3 if shape.endswith(" v3") else 2
+    ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ("
+            f"'format-version' = '{version}', 'write.merge.mode' = '{mode}', 'write.update.mode' = '{mode}', "
+            f"'write.delete.mode' = '{mode}')")
     for lo in (0, 2000):  # two data files
         ice.sql(f"INSERT INTO local.db.t SELECT id, 'old' FROM range({lo}, {lo + 2000})")
     # a first statement of the kind loads what later ones reuse (a DELETE of other rows: the
     # measured one then has rows to delete)
     ice.sql(STATEMENTS[kind].replace("= 3", "= 5")).collect()
-    if shape != mode:  # after the first statement, which then leaves the same files
+    if " by " in shape:  # after the first statement, which then leaves the same files
         monkeypatch.setattr(join_type, "MATCHED_SOURCES_MIN_TARGET_BYTES", 0)
     row = []
     passes = _analyzer_passes(ice.spark, lambda: row.append(ice.sql(STATEMENTS[kind]).collect()[0]))

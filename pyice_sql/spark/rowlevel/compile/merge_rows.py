@@ -8,7 +8,9 @@ and condition hold wins — and the new value of every target column with the sa
 clause that fires without assigning a column keeps its current value), so Spark evaluates each
 value only in the branch that fires (no spurious errors from clauses that do not apply). It is
 plain SQL over views: user expressions resolve against the user's aliases with Spark's own
-rules.
+rules. An UPDATE or DELETE, which has no source, takes the same projection and its test of
+the target rows (`tagged_columns`, `row_filter`) as two steps over the scan aliased as its
+target: no temp view to register, analyse and drop (~20 ms of a warm statement's driver time).
 
 A MERGE whose plan broadcasts the source (rules/join_type.py) runs the same SELECT twice, as a
 UNION ALL: over the matched side's join (inner, or left outer with NOT MATCHED BY SOURCE), which
@@ -33,7 +35,7 @@ OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
 FILE_ORDINAL = "__file_ordinal"  # the row's data file as its index in the tasks read (when rows carry it)
 MATCHED_PAIR = "__matched"  # MERGE only: the row is a (target, source) pair that satisfied ON
 ROW_ID = "__row_id"  # format v3: the target row's `_row_id`, which an updated row keeps
-LIVE = "__pyice_live"  # UPDATE / DELETE: the target view's flag of rows no position delete removes
+LIVE = "__pyice_live"  # UPDATE / DELETE: the target scan's flag of rows no position delete removes
 KEEP = 0
 SOURCE_ROW = "__pyice_source_row"  # broadcast source: each source row's id, to find the unmatched ones
 # broadcast source: the join giving the matched pairs (and the target rows no source row matches)
@@ -67,14 +69,21 @@ def _branches(plan: RowLevelPlan) -> list[str]:
     return out
 
 
-def _from(plan: RowLevelPlan, target_view: str, source_view: str | None, live: str | None = None) -> str:
-    """The FROM (and WHERE) clause; `live` names the target view's flag of rows no position delete
-    removes (UPDATE / DELETE), tested after the statement's condition (see reader.read_tasks)."""
+def row_filter(plan: RowLevelPlan, live: str | None = None) -> str | None:
+    """UPDATE / DELETE: the test of the target rows to tag (None: every row), over the target
+    aliased as the statement's; `live` names the target's flag of rows no position delete removes,
+    tested after the statement's condition (see reader.read_tasks)."""
+    t = _q(plan.target_alias)
+    tests = ([f"({_sql(plan.where)})"] if plan.where is not None else []) + ([f"{t}.{_q(live)}"] if live else [])
+    return " AND ".join(tests) or None
+
+
+def _from(plan: RowLevelPlan, target_view: str, source_view: str | None) -> str:
+    """The FROM (and WHERE) clause."""
     t = _q(plan.target_alias)
     if plan.source is None:
-        tests = ([f"({_sql(plan.where)})"] if plan.where is not None else []) + ([f"{t}.{_q(live)}"] if live else [])
-        where = f" WHERE {' AND '.join(tests)}" if tests else ""
-        return f"FROM {_q(target_view)} AS {t}{where}"
+        test = row_filter(plan)
+        return f"FROM {_q(target_view)} AS {t}" + (f" WHERE {test}" if test else "")
     return (f"FROM {_q(target_view)} AS {t} {plan.join_type.upper()} JOIN {_q(source_view)} AS "
             f"{_q(plan.source_alias)} ON {_sql(plan.on)}")
 
@@ -92,23 +101,35 @@ def value_name(clause: int, column: str) -> str:
     return f"__v{clause}_{column}"
 
 
-def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | None,
-                       known: Collection[str] = ()) -> str | None:
-    """A query whose schema (analysis only, never run) gives the type of every assigned value
-    whose `value_name` is not in `known`; None when there is none."""
-    cols = [f"{_sql(v)} AS {_q(value_name(k, name))}"
+def value_probe_columns(plan: RowLevelPlan, known: Collection[str] = ()) -> list[str]:
+    """The assigned values whose `value_name` is not in `known`, each named by it: a projection
+    whose schema (analysis only, never run) gives their types."""
+    return [f"{_sql(v)} AS {_q(value_name(k, name))}"
             for k, ins in enumerate(plan.instructions) for name, v in ins.values.items()
             if value_name(k, name) not in known]
+
+
+def value_probe_select(plan: RowLevelPlan, target_view: str, source_view: str | None,
+                       known: Collection[str] = ()) -> str | None:
+    """`value_probe_columns` as a query over the statement's views; None when there is none."""
+    cols = value_probe_columns(plan, known)
     return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)} LIMIT 0" if cols else None
 
 
 def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_view: str | None,
-                  stored: dict[tuple[int, str], str], row_id: bool = False, live: str | None = None,
-                  file_column: str = "_file", source_row: bool = False, copies: bool = False,
-                  lineage: bool = False) -> str:
-    """The MergeRows query text: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
-    columns, (`row_id`: the target view has `_row_id`) `__row_id`, (`source_row`: the source view
-    has it) `SOURCE_ROW`, new values. `live`: see `_from`.
+                  stored: dict[tuple[int, str], str], row_id: bool = False, file_column: str = "_file",
+                  source_row: bool = False, copies: bool = False, lineage: bool = False) -> str:
+    """The MergeRows query text: `tagged_columns` over the statement's views."""
+    cols = tagged_columns(plan, schema, stored, row_id, file_column, source_row, copies, lineage)
+    return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view)}"
+
+
+def tagged_columns(plan: RowLevelPlan, schema: Schema, stored: dict[tuple[int, str], str], row_id: bool = False,
+                   file_column: str = "_file", source_row: bool = False, copies: bool = False,
+                   lineage: bool = False) -> list[str]:
+    """MergeRows' projection: `__file`, `__pos`, `__row_operation`, (MERGE) `__matched`, key
+    columns, (`row_id`: the target has `_row_id`) `__row_id`, (`source_row`: the source has it)
+    `SOURCE_ROW`, new values.
     `__file` is the target view's `file_column` (the caller may carry a file's ordinal through the
     join and look its path up after it). `copies`: the rows no clause changes are written back
     (copy-on-write by join), so every column keeps its current value where no clause assigns it;
@@ -152,32 +173,31 @@ def tagged_select(plan: RowLevelPlan, schema: Schema, target_view: str, source_v
     if lineage:
         row_id, seq = (_q(n) for n in LINEAGE_COLUMNS)
         cols += [f"{t}.{row_id} AS {row_id}", f"CASE WHEN {op} = {UPDATE} THEN NULL ELSE {t}.{seq} END AS {seq}"]
-    return f"SELECT {', '.join(cols)} {_from(plan, target_view, source_view, live)}"
+    return cols
 
 
-def rewrite_select(plan: RowLevelPlan, schema: Schema, view: str, stored: dict[tuple[int, str], str],
-                   lineage: bool = False, live: str | None = None) -> str:
-    """Copy-on-write by predicate (UPDATE / DELETE): the rows to write back for the rows of the
-    files being rewritten (`view`), the statement's condition evaluated again in place of a join
+def rewrite_columns(plan: RowLevelPlan, schema: Schema, stored: dict[tuple[int, str], str],
+                    lineage: bool = False, live: str | None = None) -> tuple[list[str], str | None]:
+    """Copy-on-write by predicate (UPDATE / DELETE): the projection and the test (None: every row)
+    giving the rows to write back from the rows of the files being rewritten (aliased as the
+    statement's target), the statement's condition evaluated again in place of a join
     with the changed rows. DELETE keeps the rows it does not hold for; UPDATE stores the new value
-    where it holds and keeps every other row as it is. With `lineage` the view also has
+    where it holds and keeps every other row as it is. With `lineage` the rows also have
     `_row_id` and `_last_updated_sequence_number`: both are kept, except that an updated row's
-    sequence number becomes null (it reads the commit's). `live`: the view's column flagging the
+    sequence number becomes null (it reads the commit's). `live`: the rows' column flagging the
     rows no position delete removes (`reader.read_tasks`), tested after the statement's condition
     as the scan's own filter would be; the others are dropped."""
     t = _q(plan.target_alias)
     ins, = plan.instructions
     tests = [_sql(e) for e in (plan.where, ins.condition) if e is not None]
     holds = f"COALESCE({' AND '.join(f'({c})' for c in tests)}, FALSE)" if tests else "TRUE"
-    source = f"FROM {_q(view)} AS {t}"
     names = [f.name for f in schema.fields] + (list(LINEAGE_COLUMNS) if lineage else [])
     live_test = f"{t}.{_q(live)}" if live else None
     if ins.operation != UPDATE:
-        keep = f"NOT {holds}" + (f" AND {live_test}" if live_test else "")
-        return f"SELECT {', '.join(f'{t}.{_q(n)}' for n in names)} {source} WHERE {keep}"
+        return [f"{t}.{_q(n)}" for n in names], f"NOT {holds}" + (f" AND {live_test}" if live_test else "")
     new = {n: stored[(0, n)] for n in ins.values}
     if lineage:
         new[LAST_UPDATED_SEQUENCE_NUMBER.name] = "CAST(NULL AS BIGINT)"
     cols = [f"CASE WHEN {holds} THEN {new[n]} ELSE {t}.{_q(n)} END AS {_q(n)}" if n in new else f"{t}.{_q(n)}"
             for n in names]
-    return f"SELECT {', '.join(cols)} {source}" + (f" WHERE {live_test}" if live_test else "")
+    return cols, live_test
