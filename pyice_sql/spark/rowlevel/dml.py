@@ -53,7 +53,7 @@ from pyice_sql.core.plan.rules.join_type import (
     broadcast_by_matched_sources, hash_join_source, keep_broadcast_for_target,
 )
 from pyice_sql.spark.connect_backend import (
-    analyzed_deterministic, fill_cache, is_local_data, reads_cached_data, row_count_estimate, size_at_most,
+    analyzed_deterministic, fill_cache, is_connect, is_local_data, reads_cached_data, row_count_estimate, size_at_most,
     shuffle_partitions, size_unknown, within_broadcast_threshold,
 )
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
@@ -290,15 +290,16 @@ class RowLevelExecutor:
 
         def scan_rows(read: list[FileScanTask], row_filter: str | None = None,
                       pairing: bool = False) -> tuple[DataFrame, Column | None]:
-            """The target scan of `read`, and its rows' file paths by ordinal (the rows carry their
-            file's ordinal through the join, and get its path after it). With `row_filter` or
-            `pairing`, only the rows the source's keys pair with (key_filter.py). An UPDATE's or
-            DELETE's rows are aliased as its target, for the steps that read them (`_select_over`)."""
+            """The target scan of `read`, and (a MERGE's) its rows' file paths by ordinal (the rows
+            carry their file's ordinal through the join, and get its path after it). With
+            `row_filter` or `pairing`, only the rows the source's keys pair with (key_filter.py). An
+            UPDATE's or DELETE's rows are aliased as its target, for the steps that read them
+            (`_select_over`); they keep the scan's own `_file`, so no lookup is built for them."""
             rows = (read_with_lineage if lineage else read_tasks)(self.spark, schema, read, with_metadata=True,
                                                                   live_flag=live, file_ordinal=True,
                                                                   row_filter=row_filter)
             if source is None:
-                rows = rows.alias(plan.target_alias)
+                return rows.alias(plan.target_alias), None
             if pairing:
                 rows = pairing_rows(rows, source, plan.source_key_columns, schema)
             return (rows, paths_by_ordinal(self.spark, [t.file.file_path for t in read], column(self.spark, FILE)))
@@ -321,6 +322,9 @@ class RowLevelExecutor:
             target, file_path = scan_rows(tasks, key_filter, plan.semi_join_source_keys and key_filter is None)
         # a MERGE's SQL reads the target as a view; an UPDATE's or DELETE's steps read the frame
         target_view = self._view(target) if source is not None else None
+        # the tagged rows carry their file's ordinal (the writers key their files by it): a MERGE's
+        # where the lookup of paths exists, an UPDATE's or DELETE's where the shim is (the scan's)
+        ordinals = file_path is not None if source is not None else bool(tasks) and not is_connect(self.spark)
 
         def target_rows(read: list[FileScanTask]) -> tuple[DataFrame, str | None, Column | None]:
             """Copy-on-write pass 2 (a MERGE's, or the rewrite by predicate): the whole rows of
@@ -378,8 +382,7 @@ class RowLevelExecutor:
             not cached; `sources`: the source and its view, when not the statement's; `source_row`:
             the rows carry their source row's id; `unmatched`: see `_merge_rows`."""
             if p.source is None:  # no join: the rows' file path and ordinal straight from the scan
-                ordinal = ([f"{quote(p.target_alias)}.{FILE_ORDINAL_COL} AS {FILE_ORDINAL}"]
-                           if file_path is not None else [])
+                ordinal = [f"{quote(p.target_alias)}.{FILE_ORDINAL_COL} AS {FILE_ORDINAL}"] if ordinals else []
                 return _select_over(target, [*tagged_columns(p, schema, stored, row_ids), *ordinal],
                                     row_filter(p, live))
             rows = self._merge_rows(
@@ -424,7 +427,7 @@ class RowLevelExecutor:
                           lambda rows: enforce_not_null(table, rows),
                           (lambda read: _select_over(target_rows(read)[0],
                                                      *rewrite_columns(plan, schema, stored, v3, live)))
-                          if by_predicate else None, merge_rows, file_ordinals=file_path is not None,
+                          if by_predicate else None, merge_rows, file_ordinals=ordinals,
                           read_twice=read_twice,
                           merged_by_key=(merge_again and plan.has_not_matched
                                          and not (broadcast_again or matched_sources)),
