@@ -61,25 +61,26 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# The groups, longest first (minutes of one core, from a clean-clone run), which two lanes take
-# in turn, each the next one no lane has taken, so both cores stay busy to the end: with one
-# pytest process per Spark version side by side, the 3.5 one ran its last 16 minutes alone with
-# 40 % of the machine idle (a test's driver waits on its JVM, the JVM on the driver, both on the
-# reference engine), and CI took 44-45 minutes.
+# The groups, longest first (minutes each took in a clean-clone run, the two lanes busy), which
+# two lanes take in turn, each the next one no lane has taken, so both cores stay busy to the
+# end: with one pytest process per Spark version side by side, the 3.5 one ran its last 16
+# minutes alone with 40 % of the machine idle (a test's driver waits on its JVM, the JVM on the
+# driver, both on the reference engine), and CI took 44-45 minutes; so, 34 (the lanes ending
+# 30 s apart, after 33 minutes).
 names=() pythons=() markers=() targets=()
 group() { names+=("$1"); pythons+=("$2"); markers+=("$3"); targets+=("$4"); }
 py35=.venv/bin/python py4=.venv-spark4/bin/python
 four() { [ "$spark4" = 0 ] || group "Spark $SPARK4: $1" "$py4" "$marker4" "$2"; }
 if [ ${#rest[@]} -eq 0 ]; then
-  four "spark, unit" "tests/spark tests/unit"                                           # 20
+  four "spark, unit" "tests/spark tests/unit"                                           # 19
   # a suite in two, by the modules' names (the second: the rest, so that no module is left out)
-  group "Spark 3.5: interop a-m" "$py35" "$marker35" "$(echo tests/interop/test_[a-m]*.py)"     # 13
-  group "Spark 3.5: interop, the rest" "$py35" "$marker35" "tests/interop --ignore-glob=*/test_[a-m]*"  # 8
+  group "Spark 3.5: interop a-m" "$py35" "$marker35" "$(echo tests/interop/test_[a-m]*.py)"     # 10
+  group "Spark 3.5: interop, the rest" "$py35" "$marker35" "tests/interop --ignore-glob=*/test_[a-m]*"  # 9.5
   group "Spark 3.5: spark k-z" "$py35" "$marker35" "$(echo tests/spark/test_[k-z]*.py)"         # 8
-  group "Spark 3.5: spark, the rest" "$py35" "$marker35" "tests/spark --ignore-glob=*/test_[k-z]*"  # 7
-  group "Spark 3.5: reliability" "$py35" "$marker35" tests/reliability                       # 5.5
-  four "connect" tests/connect                                                               # 4.3
-  group "Spark 3.5: rest" "$py35" "$marker35" tests/rest                                     # 2.4
+  group "Spark 3.5: spark, the rest" "$py35" "$marker35" "tests/spark --ignore-glob=*/test_[k-z]*"  # 7.3
+  group "Spark 3.5: reliability" "$py35" "$marker35" tests/reliability                       # 5.2
+  group "Spark 3.5: rest" "$py35" "$marker35" tests/rest                                     # 3
+  four "connect" tests/connect                                                               # 2.8
   group "Spark 3.5: unit" "$py35" "$marker35" tests/unit                                     # 0.3
 else
   group "Spark 3.5" "$py35" "$marker35" --ignore=tests/connect  # Connect needs Spark 4's extras
