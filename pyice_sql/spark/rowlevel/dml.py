@@ -34,7 +34,7 @@ from pyice_sql.core.commit.producer import RemovedFile, file_key, update_metadat
 from pyice_sql.core.commit.validation import RowLevelValidator
 from pyice_sql.spark.rowlevel.compile.merge_rows import (
     FILE, FILE_ORDINAL, KEY_PREFIX, LIVE, MATCHED_PAIR, MATCHED_SIDE_JOIN, POS, SOURCE_MARK, SOURCE_ROW, TARGET_KEEPING_JOIN,
-    rewrite_columns, row_filter, tagged_columns, tagged_select, unmatched_source_select, value_name,
+    rewrite_columns, row_filter, subquery, tagged_columns, tagged_select, unmatched_source_select, value_name,
     value_probe_columns, value_probe_select,
 )
 from pyice_sql.spark.rowlevel.compile.key_filter import key_row_filter, pairing_rows, shim_key_range
@@ -340,14 +340,17 @@ class RowLevelExecutor:
                 rows, paths = scan_rows(read)
                 return rows, self._view(rows) if source is not None else None, paths
             rows, paths = planned
+            keep = None
             if some:
                 ordinal = {t.file.file_path: i for i, t in enumerate(tasks)}
                 ordinals = ", ".join(f"{ordinal[t.file.file_path]}L" for t in read)
-                rows = rows.where(F.array_contains(F.expr(f"array({ordinals})"), F.col(FILE_ORDINAL_COL))
-                                  if read else F.lit(False))
+                keep = f"array_contains(array({ordinals}), {FILE_ORDINAL_COL})" if read else "false"
             if source is None:  # an UPDATE's or DELETE's rewrite reads the frame itself
-                return rows, None, paths
-            return rows, target_view if rows is target else self._view(rows), paths
+                return rows if keep is None else rows.where(F.expr(keep)), None, paths
+            # a MERGE's SQL reads them as a subquery of the first pass's view of the same rows: no
+            # view of their own
+            view = target_view if rows is target else self._view(rows)
+            return rows, view if keep is None else subquery(view, keep), paths
 
         # copy-on-write MERGE with inserts and a small source, its rows' files known by ordinal: the
         # count of changes may keep the matched pairs' source row ids (FileChanges.java), so that
@@ -386,7 +389,7 @@ class RowLevelExecutor:
                 return _select_over(target, [*tagged_columns(p, schema, stored, row_ids), *ordinal],
                                     row_filter(p, live))
             rows = self._merge_rows(
-                p, target, target_view, *(sources or (source, source_view)),
+                p, target_view, *(sources or (source, source_view)),
                 lambda p, t_view, s_view, source_row=source_row: tagged_sql(p, t_view, s_view, source_row, copies),
                 cache_matched=not copies, unmatched=unmatched)
             if file_path is None:
@@ -508,7 +511,7 @@ class RowLevelExecutor:
                        sources=(source, self._view(source.hint("shuffle_hash"))) if hashed else None)
         return merged
 
-    def _merge_rows(self, plan: RowLevelPlan, target: DataFrame, target_view: str, source: DataFrame | None,
+    def _merge_rows(self, plan: RowLevelPlan, target_view: str, source: DataFrame | None,
                     source_view: str | None, select: Callable[..., str], cache_matched: bool = True,
                     unmatched: DataFrame | None = None) -> DataFrame:
         """MergeRows' rows, `select` over (plan, target view, source view). With a broadcast
@@ -519,7 +522,7 @@ class RowLevelExecutor:
         no ids carried, the unmatched rows (few: the source is small) in one task, so one file."""
         if not plan.broadcast_source:
             return self.spark.sql(select(plan, target_view, source_view))
-        empty_target = self._view(target.where(F.lit(False)))
+        empty_target = subquery(target_view, "false")
         matched_side = plan.with_(join_type=MATCHED_SIDE_JOIN[plan.join_type])
         if unmatched is not None:
             rest = select(plan, empty_target, self._view(unmatched))
