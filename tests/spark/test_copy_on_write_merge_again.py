@@ -352,11 +352,22 @@ def _scans(store, execution_id: int) -> list[tuple[int | None, int]]:
     return found
 
 
-def test_unmatched_source_rows_from_many_source_partitions_make_one_file(ice, monkeypatch):
+@pytest.mark.parametrize("shim_function", [True, False])
+def test_unmatched_source_rows_from_many_source_partitions_make_one_file(ice, monkeypatch, shim_function):
     """With the source broadcast and its unmatched rows known from the first pass, the rewritten
     files' rows are written by the tasks that read them (small files packed together), and the
-    inserted rows, whatever the source's partitions, by one task: one file of their own. Truth:
-    the new snapshot's files and hand-computed rows."""
+    inserted rows, whatever the source's partitions, by one task: one file of their own. The
+    unmatched rows are tested in the MergeRows text by the shim's registered function or, where
+    Spark cannot load the shim's function catalog, by a UDF over the source's frame. Truth: the new
+    snapshot's files and hand-computed rows."""
+    from pyice_sql.spark.jvm.bridge import ShimHandle
+
+    tests, original = [], ShimHandle.unmatched_sources
+
+    def recorded(self, changes, column):  # None: as where the shim's function catalog cannot load
+        tests.append(original(self, changes, column) if shim_function else None)
+        return tests[-1]
+    monkeypatch.setattr(ShimHandle, "unmatched_sources", recorded)
     monkeypatch.setattr(join_type, "MATCHED_SOURCES_MIN_TARGET_BYTES", 0)
     ice.sql("CREATE DATABASE local.db")
     ice.sql(f"CREATE TABLE local.db.t (id bigint, v string) USING iceberg TBLPROPERTIES ({COW})")
@@ -371,3 +382,4 @@ def test_unmatched_source_rows_from_many_source_partitions_make_one_file(ice, mo
     assert inserted == [{1000 + i for i in range(40)}]
     assert _rows(ice) == ({(i, "new" if i in (5, 150) else "old") for i in range(200)}
                           | {(1000 + i, "ins") for i in range(40)})
+    assert len(tests) == 1 and (tests[0] or "").startswith("pyice_shim.functions.unmatched_sources_") == shim_function

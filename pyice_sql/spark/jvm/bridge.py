@@ -512,11 +512,21 @@ class ShimHandle:
         return self._call_json("FileChanges", "perFile", rows)
 
     def file_changes_matching(self, rows: Any) -> tuple[list[list], Any]:
-        """`file_changes` of rows with a seventh column, their source row id; and a function of a JVM
-        column of source row ids to the JVM column true where no matched pair had that source row."""
+        """`file_changes` of rows with a seventh column, their source row id; and the JVM object of
+        those changes, for `unmatched_sources`."""
         changes = self._call("FileChanges", "count", rows)
-        return (json.loads(self._call_text("FileChanges", "perFileOf", changes)),
-                lambda source_row: self._call("FileChanges", "notMatched", changes, source_row))
+        return json.loads(self._call_text("FileChanges", "perFileOf", changes)), changes
+
+    def unmatched_sources(self, changes: Any, source_row: str) -> str | None:
+        """SQL text true where no matched pair of `changes` had the source row whose id is in the column
+        named `source_row` (the shim's `unmatched_sources` function); None where Spark cannot load the
+        shim's function catalog (`unmatched_sources_column`)."""
+        name = self._call_text("FileChanges", "notMatchedFunction", self._spark._jsparkSession, changes)
+        return f"{name}({source_row})" if name else None
+
+    def unmatched_sources_column(self, changes: Any, source_row: Any) -> Any:
+        """`unmatched_sources` as a JVM column (a UDF) over the JVM column `source_row`."""
+        return self._call("FileChanges", "notMatched", changes, source_row)
 
     def file_facts(self, table: str, types: list[str], key: Any) -> list[Any]:
         """FileFacts.columns: one JVM Column per fact of `table`, typed by `types` (see

@@ -23,6 +23,10 @@ from pyice_sql.spark.write.data_writer import WriteContext
 # Marker of the in-job cardinality failure: the executor then builds the full error on the driver.
 CARDINALITY_MARKER = "pyice-merge-cardinality-violation"
 
+# the name of a column of source row ids -> true where no matched pair had that source row: SQL text,
+# or a Column where Spark cannot load the shim's function catalog (copy_on_write.py)
+NotMatched = Callable[[str], "str | Column"]
+
 
 @dataclass(frozen=True)
 class RowLevelWrite:
@@ -46,7 +50,7 @@ class RowLevelWrite:
     # target row is kept (a row no clause changes carries its values); None: by the changed rows
     # (its second argument: where the count of changes kept the matched pairs' source rows, the test of the
     # others, see `matched_sources`; else None)
-    merge_rows: Callable[[list[FileScanTask], Callable[[Column], Column] | None], DataFrame] | None = None
+    merge_rows: Callable[[list[FileScanTask], NotMatched | None], DataFrame] | None = None
     file_ordinals: bool = False  # the tagged rows carry FILE_ORDINAL: their file's index in `tasks`
     # merge-on-read: called with `tagged` before two jobs read it (the executor caches it, and
     # releases it after the statement), so both see the same rows

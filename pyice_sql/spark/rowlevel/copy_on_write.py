@@ -18,7 +18,8 @@ key, and its tasks, sized by adaptive execution, write the files: no rebalance, 
 jobs. Unless the source is small and deterministic and the target scan large, or the session's
 shuffles have many partitions per core (join_type.broadcast_by_matched_sources): then the count
 of changes also keeps the ids of the matched pairs' source rows (FileChanges.java), and the
-second pass broadcasts the source, its unmatched rows the ones those ids leave out; without the
+second pass broadcasts the source, its unmatched rows the ones those ids leave out (a subquery
+of the source's view, by the shim's `unmatched_sources` function: UnmatchedSources.java); without the
 shim (Spark Connect), over a large target scan, the second pass finds them by an anti-join of
 its own matched side's ids (dml.py). With the source broadcast, the target's rows stay in the
 scan's tasks, which write them (data_writer's `read_straight`, as an UPDATE's below): no shuffle
@@ -54,7 +55,7 @@ from pyice_sql.spark.local_relation import sql_literal
 from pyice_sql.spark.observations import observe
 from pyice_sql.spark.rowlevel.compile.merge_rows import FILE, FILE_ORDINAL, MATCHED_PAIR, OP, POS, SOURCE_ROW
 from pyice_sql.spark.rowlevel.context import (
-    ACTING_SQL, RowLevelWrite, Written, acting_rows, matched, new_row_counts, observed, op_count,
+    ACTING_SQL, NotMatched, RowLevelWrite, Written, acting_rows, matched, new_row_counts, observed, op_count,
     tagged_new_rows,
 )
 from pyice_sql.spark.write.data_writer import quote, write_data_files
@@ -68,8 +69,6 @@ class CardinalityViolation(Exception):
 Rewrite = Callable[[RowLevelWrite, list[FileScanTask]], list[DataFile]]
 # writes rows as data files: `write_data_files`' arguments (format v3: `write_with_lineage`'s)
 WriteRows = Callable[..., list[DataFile]]
-# a column of source row ids -> true where no matched pair had that source row
-NotMatched = Callable[[Column], Column]
 
 
 def write_copy_on_write(w: RowLevelWrite, rewrite: Rewrite | None = None,
@@ -162,8 +161,11 @@ def _changes_per_file(w: RowLevelWrite) -> tuple[list[dict], NotMatched | None]:
         facts = select_sql(rows, [FILE_ORDINAL, POS, *acts, paired, *([SOURCE_ROW] if w.matched_sources else [])])
         shim, not_matched = load_shim(w.spark), None
         if w.matched_sources:
-            found, jvm_not_matched = shim.file_changes_matching(facts._jdf)
-            not_matched = lambda source_row: jvm_column(jvm_not_matched(source_row._jc))  # noqa: E731
+            found, changes = shim.file_changes_matching(facts._jdf)
+
+            def not_matched(source_row: str) -> str | Column:
+                return (shim.unmatched_sources(changes, source_row)
+                        or jvm_column(shim.unmatched_sources_column(changes, F.col(source_row)._jc)))
         else:
             found = shim.file_changes(facts._jdf)
         paths = [t.file.file_path for t in w.tasks]

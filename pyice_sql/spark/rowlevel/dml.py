@@ -66,7 +66,9 @@ from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
 from pyice_sql.spark.schema import frame_schema, schema_to_spark
 from pyice_sql.core.sql import statements as st
-from pyice_sql.spark.rowlevel.context import CARDINALITY_MARKER, RowLevelWrite, file_scoped_deletes
+from pyice_sql.spark.rowlevel.context import (
+    CARDINALITY_MARKER, NotMatched, RowLevelWrite, file_scoped_deletes,
+)
 from pyice_sql.spark.rowlevel.copy_on_write import CardinalityViolation, write_copy_on_write
 from pyice_sql.spark.rowlevel.copy_on_write_v3 import write_copy_on_write_v3
 from pyice_sql.spark.rowlevel.merge_on_read import write_merge_on_read
@@ -380,7 +382,7 @@ class RowLevelExecutor:
 
         def tag(p: RowLevelPlan, target: DataFrame, target_view: str | None, file_path: Column | None,
                 copies: bool = False, sources: tuple[DataFrame, str] | None = None, source_row: bool = False,
-                unmatched: DataFrame | None = None) -> DataFrame:
+                unmatched: str | None = None) -> DataFrame:
             """`copies`: MergeRows again (copy-on-write pass 2), whose matched side is computed twice,
             not cached; `sources`: the source and its view, when not the statement's; `source_row`:
             the rows carry their source row's id; `unmatched`: see `_merge_rows`."""
@@ -484,7 +486,7 @@ class RowLevelExecutor:
     def _merging_again(self, plan: RowLevelPlan, source: DataFrame, tag: Callable[..., DataFrame],
                        target_rows: Callable[[list[FileScanTask]], tuple],
                        broadcast: bool, with_ids: tuple[DataFrame, str] | None
-                       ) -> Callable[[list[FileScanTask], Callable[[Column], Column] | None], DataFrame]:
+                       ) -> Callable[[list[FileScanTask], NotMatched | None], DataFrame]:
         """Copy-on-write MERGE by MergeRows again: the tagged rows of the given files joined with
         the source so that their target rows are kept. Where the count of changes kept the matched
         pairs' source rows (`not_matched`: the test of the others' ids), the source (`with_ids`: it
@@ -502,10 +504,13 @@ class RowLevelExecutor:
             sources = (with_ids, self._view(F.broadcast(with_ids)))
             return lambda read, _: tag(keeping, *target_rows(read), copies=True, sources=sources)
 
-        def merged(read: list[FileScanTask], not_matched: Callable[[Column], Column] | None) -> DataFrame:
+        def merged(read: list[FileScanTask], not_matched: NotMatched | None) -> DataFrame:
             if not_matched is not None:
+                test = not_matched(SOURCE_ROW)
+                unmatched = (subquery(with_ids[1], test) if isinstance(test, str)
+                             else self._view(with_ids[0].where(test)))
                 return tag(keeping.with_(broadcast_source=True), *target_rows(read), copies=True, sources=with_ids,
-                           unmatched=with_ids[0].where(not_matched(F.col(SOURCE_ROW))))
+                           unmatched=unmatched)
             hashed = hash_join_source(keeping, sum(t.file.file_size_in_bytes for t in read))
             return tag(keeping, *target_rows(read), copies=True,
                        sources=(source, self._view(source.hint("shuffle_hash"))) if hashed else None)
@@ -513,19 +518,20 @@ class RowLevelExecutor:
 
     def _merge_rows(self, plan: RowLevelPlan, target_view: str, source: DataFrame | None,
                     source_view: str | None, select: Callable[..., str], cache_matched: bool = True,
-                    unmatched: DataFrame | None = None) -> DataFrame:
+                    unmatched: str | None = None) -> DataFrame:
         """MergeRows' rows, `select` over (plan, target view, source view). With a broadcast
         source (`source_view` broadcasts `source`), the UNION ALL of the matched side's rows,
         persisted (read by the union and for their source ids), and of the unmatched source rows
         over an empty target (compile/merge_rows.py): the target is scanned once, not shuffled.
-        `unmatched`: those source rows, known already: one query then, the matched side read once,
-        no ids carried, the unmatched rows (few: the source is small) in one task, so one file."""
+        `unmatched`: those source rows, known already (a view, or a `subquery` of the source's view
+        by the shim's test of their ids): one query then, the matched side read once, no ids
+        carried, the unmatched rows (few: the source is small) in one task, so one file."""
         if not plan.broadcast_source:
             return self.spark.sql(select(plan, target_view, source_view))
         empty_target = subquery(target_view, "false")
         matched_side = plan.with_(join_type=MATCHED_SIDE_JOIN[plan.join_type])
         if unmatched is not None:
-            rest = select(plan, empty_target, self._view(unmatched))
+            rest = select(plan, empty_target, unmatched)
             return self.spark.sql(f"{select(matched_side, target_view, source_view)} "
                                   f"UNION ALL SELECT /*+ COALESCE(1) */ * FROM ({rest})")
         matched = self.spark.sql(select(matched_side, target_view, source_view, source_row=True))

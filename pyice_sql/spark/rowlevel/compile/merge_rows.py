@@ -17,9 +17,10 @@ UNION ALL: over the matched side's join (inner, or left outer with NOT MATCHED B
 Spark builds from the broadcast source, and over the source rows nothing matched
 (`unmatched_source_select`, ids read from the matched side's rows) joined to an empty target,
 which Spark's optimizer folds to those rows with a null target side. Together they are the outer
-join's rows, and the target is scanned once and not shuffled. That empty target, and a copy-on-write
-second pass's target narrowed to the files it rewrites, are `subquery`s of the target's view in
-the query's text, not views of their own.
+join's rows, and the target is scanned once and not shuffled. That empty target, a copy-on-write
+second pass's target narrowed to the files it rewrites, and its unmatched source rows where the
+first pass kept the matched pairs' source row ids (tested by the shim's `unmatched_sources`
+function) are `subquery`s of the statement's views in the query's text, not views of their own.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoder;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 import org.roaringbitmap.longlong.Roaring64Bitmap;
@@ -36,7 +36,7 @@ import org.roaringbitmap.longlong.Roaring64Bitmap;
  * ordinal null for inserted rows and {@code pairs} 0, 1 or 2 (two or more pairs on one position).
  *
  * <p>A seventh column, when there is one, is the row's source row id (a MERGE's source rows numbered by dml.py):
- * the ids of the matched pairs' source rows are kept in one more bitmap, so that {@link Changes#notMatched} tells
+ * the ids of the matched pairs' source rows are kept in one more bitmap, so that {@link UnmatchedSources} tells
  * the source rows no target row matched without a second join (copy_on_write.py).
  */
 public final class FileChanges implements MapPartitionsFunction<Row, byte[]> {
@@ -92,9 +92,17 @@ public final class FileChanges implements MapPartitionsFunction<Row, byte[]> {
         return changes.perFile();
     }
 
-    /** See {@link Changes#notMatched}. */
+    /**
+     * The name under which SQL text calls {@link Changes#unmatchedSources} (one bigint: a source row id); null when
+     * Spark cannot load {@link ShimFunctions}, where {@link #notMatched} gives the test as a column.
+     */
+    public static String notMatchedFunction(SparkSession spark, Changes changes) throws IOException {
+        return ShimFunctions.register(spark, changes.unmatchedSources());
+    }
+
+    /** {@link Changes#unmatchedSources} as a UDF over the column {@code sourceRow}. */
     public static Column notMatched(Changes changes, Column sourceRow) throws IOException {
-        return changes.notMatched(sourceRow);
+        return functions.udf(changes.unmatchedSources().asUdf(), DataTypes.BooleanType).apply(sourceRow);
     }
 
     /**
@@ -145,38 +153,16 @@ public final class FileChanges implements MapPartitionsFunction<Row, byte[]> {
         }
 
         /**
-         * A boolean column over a source row id column: true where no matched pair had that source row. The ids are
-         * shipped with the tasks as one bitmap (the executor's ids run in ranges per source partition: a few bytes
-         * per range).
+         * True for a source row id no matched pair had. The ids are shipped with the tasks as one bitmap (the
+         * executor's ids run in ranges per source partition: a few bytes per range).
          */
-        Column notMatched(Column sourceRow) throws IOException {
+        UnmatchedSources unmatchedSources() throws IOException {
             matchedSources.runOptimize();
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
             DataOutputStream out = new DataOutputStream(bytes);
             matchedSources.serialize(out);
             out.flush();
-            return functions.udf(new NotIn(bytes.toByteArray()), DataTypes.BooleanType).apply(sourceRow);
-        }
-    }
-
-    /** True for an id not in the bitmap (serialized: Roaring64Bitmap is not Serializable). */
-    private static final class NotIn implements UDF1<Long, Boolean> {
-        private static final long serialVersionUID = 1L;
-        private final byte[] serialized;
-        private transient Roaring64Bitmap ids;
-
-        NotIn(byte[] serialized) {
-            this.serialized = serialized;
-        }
-
-        @Override
-        public Boolean call(Long id) throws IOException {
-            if (ids == null) {
-                Roaring64Bitmap b = new Roaring64Bitmap();
-                b.deserialize(new DataInputStream(new ByteArrayInputStream(serialized)));
-                ids = b;
-            }
-            return id != null && !ids.contains(id);
+            return new UnmatchedSources(bytes.toByteArray());
         }
     }
 
