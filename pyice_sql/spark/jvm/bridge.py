@@ -521,12 +521,12 @@ class ShimHandle:
         """SQL text true where no matched pair of `changes` had the source row whose id is in the column
         named `source_row` (the shim's `unmatched_sources` function); None where Spark cannot load the
         shim's function catalog (`unmatched_sources_column`)."""
-        name = self._call_text("FileChanges", "notMatchedFunction", self._spark._jsparkSession, changes)
+        name = self._call_text("FileChanges", "unmatchedSourcesFunction", self._spark._jsparkSession, changes)
         return f"{name}({source_row})" if name else None
 
     def unmatched_sources_column(self, changes: Any, source_row: Any) -> Any:
         """`unmatched_sources` as a JVM column (a UDF) over the JVM column `source_row`."""
-        return self._call("FileChanges", "notMatched", changes, source_row)
+        return self._call("FileChanges", "unmatchedSourcesColumn", changes, source_row)
 
     def file_facts(self, table: str, types: list[str], key: Any) -> list[Any]:
         """FileFacts.columns: one JVM Column per fact of `table`, typed by `types` (see

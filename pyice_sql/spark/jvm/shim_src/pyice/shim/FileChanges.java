@@ -94,14 +94,14 @@ public final class FileChanges implements MapPartitionsFunction<Row, byte[]> {
 
     /**
      * The name under which SQL text calls {@link Changes#unmatchedSources} (one bigint: a source row id); null when
-     * Spark cannot load {@link ShimFunctions}, where {@link #notMatched} gives the test as a column.
+     * Spark cannot load {@link ShimFunctions}, where {@link #unmatchedSourcesColumn} gives the test as a column.
      */
-    public static String notMatchedFunction(SparkSession spark, Changes changes) throws IOException {
+    public static String unmatchedSourcesFunction(SparkSession spark, Changes changes) throws IOException {
         return ShimFunctions.register(spark, changes.unmatchedSources());
     }
 
     /** {@link Changes#unmatchedSources} as a UDF over the column {@code sourceRow}. */
-    public static Column notMatched(Changes changes, Column sourceRow) throws IOException {
+    public static Column unmatchedSourcesColumn(Changes changes, Column sourceRow) throws IOException {
         return functions.udf(changes.unmatchedSources().asUdf(), DataTypes.BooleanType).apply(sourceRow);
     }
 
