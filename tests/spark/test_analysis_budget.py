@@ -39,7 +39,7 @@ BUDGET = {
     # source's keys prune none): pass 2 reads those files, a subquery of the first pass's view
     # (with them, the empty target and the source rows as views of their own: 66 / 70; the
     # source rows alone: 63 / 67)
-    ("copy-on-write by matched sources, in some files", "MERGE"): {3: 59, 4: 64},
+    ("copy-on-write by matched sources, in some files", "MERGE"): {3: 58, 4: 64},
     # the rewrite by predicate reads its files through the count of changes' scan (dml.py); with
     # no temp view the two passes take two analyses more on Spark 3.5 (28, 29 with the view, whose
     # registering and dropping cost more: 8-21 ms less before the first job without it)

@@ -318,12 +318,14 @@ class RowLevelExecutor:
         if (merge_again or rewrites) and (key_filter is None or not any(t.deletes for t in tasks)):
             planned = scan_rows(tasks)
             target, file_path = planned
-            if key_filter is not None:
-                target = target.where(F.expr(key_filter))
         else:
             target, file_path = scan_rows(tasks, key_filter, plan.semi_join_source_keys and key_filter is None)
-        # a MERGE's SQL reads the target as a view; an UPDATE's or DELETE's steps read the frame
-        target_view = self._view(target) if source is not None else None
+        # a MERGE's SQL reads the target as a view; an UPDATE's or DELETE's steps read the frame. The
+        # first pass's scan filtered by the source keys is a `subquery` of its view, so that the
+        # second pass reads the same view (the frame serves a MERGE for its schema only)
+        scan_view = target_view = self._view(target) if source is not None else None
+        if planned is not None and key_filter is not None:
+            target_view = subquery(scan_view, key_filter)
         # the tagged rows carry their file's ordinal (the writers key their files by it): a MERGE's
         # where the lookup of paths exists, an UPDATE's or DELETE's where the shim is (the scan's)
         ordinals = file_path is not None if source is not None else bool(tasks) and not is_connect(self.spark)
@@ -349,10 +351,9 @@ class RowLevelExecutor:
                 keep = f"array_contains(array({ordinals}), {FILE_ORDINAL_COL})" if read else "false"
             if source is None:  # an UPDATE's or DELETE's rewrite reads the frame itself
                 return rows if keep is None else rows.where(F.expr(keep)), None, paths
-            # a MERGE's SQL reads them as a subquery of the first pass's view of the same rows: no
-            # view of their own
-            view = target_view if rows is target else self._view(rows)
-            return rows, view if keep is None else subquery(view, keep), paths
+            # a MERGE's SQL reads them as the first pass's scan view, or a subquery of it: no view
+            # of their own
+            return rows, scan_view if keep is None else subquery(scan_view, keep), paths
 
         # copy-on-write MERGE with inserts and a small source, its rows' files known by ordinal: the
         # count of changes may keep the matched pairs' source row ids (FileChanges.java), so that
