@@ -49,7 +49,7 @@ from pyice_sql.spark.errors import translate as translate_spark_error
 from pyice_sql.spark.schema import frame_schema, schema_to_spark
 from pyice_sql.core.sql import parser, statements as st, write_order
 from pyice_sql.core.sql.script import bind_parameters, split_script, substitute_variables
-from pyice_sql.spark.write.data_writer import enforce_not_null, quote
+from pyice_sql.spark.write.data_writer import enforce_not_null
 from pyice_sql.spark.operations import append, overwrite
 
 _view_ids = itertools.count()
@@ -101,20 +101,24 @@ class IceSession(DdlStatements):
         return df
 
     def append(self, name: str, df: DataFrame) -> None:
-        """Append a DataFrame (columns matched by name) to a pyice table."""
+        """Append a DataFrame to a pyice table, its columns matched by name: as `INSERT INTO t
+        (df's columns) SELECT`, so a column it lacks gets its write-default (NULL, or v3's), values
+        are stored by Spark's ANSI assignment (an int widens to bigint; a string is no bigint,
+        an overflow fails) and a NULL in a NOT NULL column fails the write. (Iceberg Java's
+        `writeTo(t).append()` also refuses a frame that lacks a column.)"""
         table = self.load(*self._resolve_name(name))
         from pyice_sql.core.model.format_versions import check_writable
         check_writable(table.metadata.format_version, table.full_name)
-        names = frame_schema(df).names
-        cols = {c.lower(): c for c in names}
-        missing = [f.name for f in table.metadata.schema().fields if f.name.lower() not in cols]
-        extra = [c for c in names if table.metadata.schema().find_field(c) is None]
-        if extra:
-            raise AnalysisError(f"columns {extra} are not in table {table.full_name}")
-        df = df.select(*[F.col(quote(cols[f.name.lower()])).alias(f.name) if f.name.lower() in cols
-                         else F.lit(None).alias(f.name) for f in table.metadata.schema().fields])
-        self._check_required(table, df, missing)
-        append(self.runtime, table, df)
+        df = enforce_not_null(table, self._align(table, df, tuple(frame_schema(df).names), statement="append"))
+        try:
+            append(self.runtime, table, df)
+        except PyIceError:
+            raise
+        except Exception as e:
+            named = self._named_error(e, None)
+            if named is None:
+                raise
+            raise named from e
         self.relations.refresh()
 
     # --- routing --------------------------------------------------------------------------
@@ -132,12 +136,18 @@ class IceSession(DdlStatements):
                 e.sql = sql
             raise
         except Exception as e:
-            named = translate_spark_error(e, sql, position)
+            named = self._named_error(e, sql, position)
             if named is None:
                 raise
+            raise named from e
+
+    def _named_error(self, error: Exception, sql: str | None, position=None) -> PyIceError | None:
+        """pyice_sql's error for a Spark failure the user caused (`errors.translate`), else None."""
+        named = translate_spark_error(error, sql, position)
+        if named is not None:
             named.sql = sql
             named.message = self.relations.user_message(named.message)
-            raise named from e
+        return named
 
     def _run(self, stmt: st.Statement) -> DataFrame:
         handler = getattr(self, "_do_" + type(stmt).__name__, None)
@@ -302,18 +312,23 @@ class IceSession(DdlStatements):
 
     # --- writes -------------------------------------------------------------------------------
     def _align(self, table: Table, df: DataFrame, columns: tuple[str, ...] | None,
-               static: Mapping[str, Any] | None = None, position: SqlPosition | None = None) -> DataFrame:
+               static: Mapping[str, Any] | None = None, position: SqlPosition | None = None,
+               statement: str = "INSERT") -> DataFrame:
         """Map query output to table columns by position (Spark's INSERT rule), or by the given list."""
         schema = table.metadata.schema()
         static = {k.lower(): v for k, v in (static or {}).items()}
         targets = list(columns) if columns else [f.name for f in schema.fields if f.name.lower() not in static]
-        width = len(frame_schema(df).names)
+        names = frame_schema(df).names
+        width = len(names)
         if width != len(targets):
             raise AnalysisError(f"cannot write to {table.full_name}: the query has {width} columns, "
                                 f"the table expects {len(targets)} ({', '.join(targets)})", position=position)
         for name in targets:
             if schema.find_field(name) is None:
                 raise AnalysisError(f"column {name!r} is not in table {table.full_name}", position=position)
+        target, what = schema_to_spark(schema, with_ids=False), f"{statement} into {table.full_name}"
+        if not static and targets == names == target.names:  # the table's columns already, in order
+            return assign_frame(df, target, what, position)
         positions = [f"_col{i}" for i in range(width)]
         df = df.toDF(*positions)  # by position: names may repeat
         given = {t.lower(): F.col(c) for t, c in zip(targets, positions)}
@@ -328,8 +343,7 @@ class IceSession(DdlStatements):
             else:
                 missing.append(f.name)
                 cols.append(F.lit(None).alias(f.name))
-        out = assign_frame(df.select(*cols), schema_to_spark(schema, with_ids=False),
-                           f"INSERT into {table.full_name}", position)
+        out = assign_frame(df.select(*cols), target, what, position)
         self._check_required(table, out, missing, position)
         return out
 

@@ -13,10 +13,12 @@ A STATEMENT is SQL, or a JSON object for an API call on a table of the `ref` cat
   {"add_column": "db.t", "name": "c", "type": "int", "default": 7, "required": false}
   {"set_default": "db.t", "name": "c", "default": 9}
   {"equality_delete": "db.t", "columns": ["id"], "partition": {"p": 0}, "rows": [[3], [4]]}
+  {"append": "db.t", "schema": "id bigint, v string", "rows": [[1, "a"], [null, "b"]]}
 The default is a JSON single value converted with `Literal.of(value).to(type)`. An equality delete
 is one file of `rows` (values of `columns`, in order; JSON numbers reach Java as int, so use int
 columns) in the table's current partition spec at `partition` (null or absent: unpartitioned),
-committed alone. Output follows the reference engine's protocol, one {"sql", "rows" | "error"}
+committed alone. An append is the DataFrame API's `writeTo(table).append()` of `rows` in a frame of
+`schema` (a Spark DDL string). Output follows the reference engine's protocol, one {"sql", "rows" | "error"}
 line per statement, but a rejected statement does not stop the rest (refusals are results here).
 """
 from __future__ import annotations
@@ -35,6 +37,9 @@ def _reference(path: str):
 
 
 def _api_call(spark, call: dict) -> None:
+    if "append" in call:
+        spark.createDataFrame(call["rows"], call["schema"]).writeTo("ref." + call["append"]).append()
+        return
     jvm = spark._jvm
     table_name = call.get("add_column") or call.get("set_default") or call["equality_delete"]
     table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, "ref." + table_name)

@@ -217,9 +217,14 @@ def check_values(plan: RowLevelPlan, value_types: dict[str, T.DataType], target:
 
 def assign_frame(df: DataFrame, target: T.StructType, what: str, position: SqlPosition | None = None) -> DataFrame:
     """INSERT's store assignment: `df` has the target's columns in order (struct fields too: by
-    position, as Spark's INSERT); refuse illegal conversions, check overflows at run time."""
+    position, as Spark's INSERT); refuse illegal conversions, check overflows at run time. `df`
+    itself where its columns are the target's already, named and typed so: no projection to analyse."""
+    fields = frame_schema(df).fields
+    if len(fields) == len(target.fields) and all(
+            src.name == dst.name and _same(src.dataType, dst.dataType) for src, dst in zip(fields, target.fields)):
+        return df
     cols = []
-    for src, dst in zip(frame_schema(df).fields, target.fields):
+    for src, dst in zip(fields, target.fields):
         if _same(src.dataType, dst.dataType):
             cols.append(F.col(_q(src.name)))
             continue
