@@ -7,7 +7,8 @@ import os
 import pytest
 
 from pyice_sql.core.errors import (
-    AnalysisError, CardinalityError, CorruptTableError, NoSuchTableError, ParseError, TableAlreadyExistsError,
+    AnalysisError, CardinalityError, CorruptTableError, NoSuchTableError, NotNullViolationError, ParseError,
+    TableAlreadyExistsError,
 )
 
 pytestmark = pytest.mark.spark
@@ -61,6 +62,19 @@ def test_not_null_violation_leaves_table_unchanged(ice, table, warehouse):
         ice.sql("INSERT INTO local.db.t VALUES (NULL, 'x')")
     assert metadata_files(warehouse) == before
     assert rows(ice, table) == [(1, "a"), (2, "b")]
+
+
+def test_failed_write_job_leaves_no_staging_folder(ice, warehouse):
+    """Rows Spark cannot check on the driver fail the write job itself, after its output committer
+    made the staging folder (an unpartitioned table's): the folder goes with the job."""
+    ice.sql("CREATE DATABASE local.db")
+    ice.sql("CREATE TABLE local.db.t (id bigint NOT NULL, s string) USING iceberg")
+    ice.sql("INSERT INTO local.db.t VALUES (1, 'a')")
+    before = metadata_files(warehouse)
+    with pytest.raises(NotNullViolationError, match="id"):
+        ice.sql("INSERT INTO local.db.t SELECT IF(id > 0, NULL, id), 'y' FROM range(2)")
+    assert metadata_files(warehouse) == before
+    assert [f for f in os.listdir(os.path.join(warehouse, "db", "t", "data")) if not f.endswith(".parquet")] == []
 
 
 def test_cardinality_violation_names_keys_and_commits_nothing(ice, table, warehouse):

@@ -30,6 +30,18 @@ def delete_written_on_failure(io: FileIO, written: Sequence[DataFile]) -> Iterat
         raise
 
 
+@contextmanager
+def staging_removed_on_failure(io: FileIO, folder: str) -> Iterator[None]:
+    """Run a Spark write into the staging `folder`; if it fails, delete the folder (Spark's output
+    committer removes only its own temporary files, leaving the folder, and whatever its job
+    committed before the failure) and re-raise."""
+    try:
+        yield
+    except BaseException:
+        io.delete_tree(folder)
+        raise
+
+
 def commit_or_clean(table: Table, update: SnapshotUpdate, written: Sequence[DataFile]) -> Table:
     """Commit `update`; on failure delete the files this statement wrote, then re-raise."""
     with delete_written_on_failure(table.io, written):

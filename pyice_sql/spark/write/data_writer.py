@@ -14,8 +14,9 @@ How a write works:
      yields exactly the committed task outputs of this write and nothing else. Each file is
      then moved to where Iceberg Java would put it (`write/locations.py`: partition folders
      such as `ts_day=2024-01-02`, names `<task>-0-<operation id>-<count>.parquet`) and the
-     staging folder is removed. A write that fails at any point leaves only files no snapshot
-     references, under the table's data folder: orphans that remove_orphan_files deletes.
+     staging folder is removed; so is the folder of a Spark job that fails. A write that fails
+     later leaves only files no snapshot references, under the table's data folder: orphans
+     that remove_orphan_files deletes.
   4. The footers of those files are read on the executors by the shim (no pass over data)
      and turned into DataFiles with exact sizes and column metrics. Parquet footers carry no
      NaN counts, so the job itself counts NaNs per float/double column (a Spark observation,
@@ -35,6 +36,7 @@ from typing import Any, Callable, Iterator, Sequence
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, functions as F, types as T
 
 from pyice_sql.core import properties as props
+from pyice_sql.core.commit.cleanup import staging_removed_on_failure
 from pyice_sql.core.faults import fault_point
 from pyice_sql.core.format.fileio import FileIO
 from pyice_sql.core.model import types as it
@@ -430,7 +432,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
         writer = writer.partitionBy(*[n for n, _, _ in folders])
     splits = (_whole_file_splits(df.sparkSession, target, read_straight) if read_straight and not folders
               else nullcontext())
-    with proleptic_calendar(df.sparkSession), splits:
+    with proleptic_calendar(df.sparkSession), splits, staging_removed_on_failure(ctx.io, write_dir):
         writer.parquet(write_dir)
     described = describe_written_files(ctx, write_dir, folders, operation_id, content)
     if observation is not None:

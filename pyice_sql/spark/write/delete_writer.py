@@ -31,6 +31,7 @@ from typing import Callable, NamedTuple
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from pyice_sql.core import properties as props
+from pyice_sql.core.commit.cleanup import staging_removed_on_failure
 from pyice_sql.core.faults import fault_point
 from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
@@ -300,9 +301,10 @@ def _write_with_spark(deletes: DataFrame, targets: dict[str, DataFile], ctx: Wri
     operation_id = new_operation_id(deletes=True)
     out_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     codec = _codec(ctx)
-    (rows.write.mode("error").options(**write_options(rows.sparkSession))
-     .option("compression", "none" if codec == "uncompressed" else codec)
-     .partitionBy(_TARGET).parquet(out_dir))
+    with staging_removed_on_failure(ctx.io, out_dir):
+        (rows.write.mode("error").options(**write_options(rows.sparkSession))
+         .option("compression", "none" if codec == "uncompressed" else codec)
+         .partitionBy(_TARGET).parquet(out_dir))
     staged = [(path, footer, by_digest.get(_digest_of(path))) for path, footer in written_files(ctx, out_dir)]
     staged = [s for s in staged if s[2] is not None]  # rows of a path not in `targets` are dropped
     specs = {s.spec_id: s for s in ctx.specs + (ctx.spec,)}
