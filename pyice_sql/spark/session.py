@@ -323,9 +323,13 @@ class IceSession(DdlStatements):
         if width != len(targets):
             raise AnalysisError(f"cannot write to {table.full_name}: the query has {width} columns, "
                                 f"the table expects {len(targets)} ({', '.join(targets)})", position=position)
+        written: set[str] = set()
         for name in targets:
             if schema.find_field(name) is None:
                 raise AnalysisError(f"column {name!r} is not in table {table.full_name}", position=position)
+            if name.lower() in written:  # else the last of them would win, silently
+                raise AnalysisError(f"column {name!r} of {table.full_name} is written twice", position=position)
+            written.add(name.lower())
         target, what = schema_to_spark(schema, with_ids=False), f"{statement} into {table.full_name}"
         if not static and targets == names == target.names:  # the table's columns already, in order
             return assign_frame(df, target, what, position)

@@ -2,9 +2,9 @@
 
 Each frame is appended by both engines to a table with a NOT NULL column, in turn: after every
 append the two tables must hold the same rows, and a frame Java rejects (a NULL in the NOT NULL
-column, a string for a bigint, a bigint overflowing an int column, a column the table lacks) must
-be rejected by pyice_sql too, naming the problem, with no new snapshot and no staging folder left
-in the table's data folder. Columns are matched by name, case-insensitively, in both. One
+column, a string for a bigint, a bigint overflowing an int column, a column the table lacks, a
+column twice) must be rejected by pyice_sql too, naming the problem, with no new snapshot and no
+staging folder left in the table's data folder. Columns are matched by name, case-insensitively, in both. One
 deliberate difference: a frame without a nullable column is appended with NULLs there (as `INSERT
 INTO t (its columns)`), where Java refuses it; that step comes last and is checked against
 hand-computed rows.
@@ -33,6 +33,7 @@ APPENDS: list[tuple[str, list, type[Exception] | None]] = [
     ("id string, v string, n int", [["7", "g", 70]], AnalysisError),  # no string -> bigint
     ("id bigint, v string, n bigint", [[8, "h", 2 ** 40]], AnalysisError),  # overflows int, at run time
     ("id bigint, v string, n int, extra int", [[9, "i", 90, 1]], AnalysisError),
+    ("id bigint, ID bigint, v string, n int", [[11, 12, "k", 110]], AnalysisError),  # a column twice
 ]
 MISSING = ("id bigint, v string", [[10, "j"]])  # pyice_sql: n is NULL; Java: CANNOT_FIND_DATA
 

@@ -4,7 +4,7 @@ Spark 3.5 (the reference engine's) parses both forms, so each script runs statem
 on pyice_sql (catalog `local`) and on Iceberg Java (catalog `ref`): after every statement the two
 tables must hold the same rows, and a statement Java rejects must be rejected by pyice_sql too,
 leaving its rows and snapshots unchanged. Covered: BY NAME reordering and case-insensitive names,
-implicit widening, a query reading the target, unknown / missing names (errors);
+implicit widening, a query reading the target, unknown / missing / repeated names (errors);
 REPLACE WHERE on identity, days and truncate partitions, replacing nothing, rows outside the
 condition (Iceberg does not check them), the whole table, and a condition splitting a data file
 (an error in Iceberg: it replaces whole files only). Our final tables are read by the peers.
@@ -34,6 +34,7 @@ SCRIPTS: dict[str, list[tuple[str, str | None]]] = {
          "WHERE p = 'a'", None),
         ("INSERT INTO {c}.db.n_byname BY NAME SELECT 5 AS id, 'a' AS p, 1 AS v, 2 AS extra", "extra"),
         ("INSERT INTO {c}.db.n_byname BY NAME SELECT 5 AS id, 'a' AS p", "CANNOT_FIND_DATA"),
+        ("INSERT INTO {c}.db.n_byname (id, ID, p) VALUES (6, 7, 'a')", "COLUMN_ALREADY_EXISTS"),
     ],
     "n_replace": [
         ("CREATE TABLE {c}.db.n_replace (id bigint, ts timestamp, cat string, v int) USING iceberg "
