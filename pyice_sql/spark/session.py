@@ -9,11 +9,12 @@ on top of Iceberg reads.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import os
 import re
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
@@ -109,16 +110,9 @@ class IceSession(DdlStatements):
         table = self.load(*self._resolve_name(name))
         from pyice_sql.core.model.format_versions import check_writable
         check_writable(table.metadata.format_version, table.full_name)
-        df = enforce_not_null(table, self._align(table, df, tuple(frame_schema(df).names), statement="append"))
-        try:
-            append(self.runtime, table, df)
-        except PyIceError:
-            raise
-        except Exception as e:
-            named = self._named_error(e, None)
-            if named is None:
-                raise
-            raise named from e
+        with self._spark_errors_named(None):
+            append(self.runtime, table, enforce_not_null(table, self._align(table, df, None, by_name=True,
+                                                                            statement="append")))
         self.relations.refresh()
 
     # --- routing --------------------------------------------------------------------------
@@ -126,28 +120,29 @@ class IceSession(DdlStatements):
         stmt = (write_order.parse(sql, self.catalogs.__contains__, self.current_catalog, position)
                 or parser.parse_statement(sql, self.catalogs.__contains__, self.current_catalog,
                                       is_temp_view=self._is_temp_view, start=position))
-        try:
+        with self._spark_errors_named(sql, position):
             out = self._run(stmt)
             if not isinstance(stmt, (st.Query, st.PassThrough)):  # it may have changed tables
                 self.relations.refresh()
             return out
+
+    @contextlib.contextmanager
+    def _spark_errors_named(self, sql: str | None, position=None) -> Iterator[None]:
+        """A Spark failure the user caused (`errors.translate`) raised as pyice_sql's error, naming
+        the statement; any other error as it is."""
+        try:
+            yield
         except PyIceError as e:
             if e.sql is None:
                 e.sql = sql
             raise
         except Exception as e:
-            named = self._named_error(e, sql, position)
+            named = translate_spark_error(e, sql, position)
             if named is None:
                 raise
-            raise named from e
-
-    def _named_error(self, error: Exception, sql: str | None, position=None) -> PyIceError | None:
-        """pyice_sql's error for a Spark failure the user caused (`errors.translate`), else None."""
-        named = translate_spark_error(error, sql, position)
-        if named is not None:
             named.sql = sql
             named.message = self.relations.user_message(named.message)
-        return named
+            raise named from e
 
     def _run(self, stmt: st.Statement) -> DataFrame:
         handler = getattr(self, "_do_" + type(stmt).__name__, None)
@@ -313,12 +308,15 @@ class IceSession(DdlStatements):
     # --- writes -------------------------------------------------------------------------------
     def _align(self, table: Table, df: DataFrame, columns: tuple[str, ...] | None,
                static: Mapping[str, Any] | None = None, position: SqlPosition | None = None,
-               statement: str = "INSERT") -> DataFrame:
-        """Map query output to table columns by position (Spark's INSERT rule), or by the given list."""
+               statement: str = "INSERT", by_name: bool = False) -> DataFrame:
+        """Map query output to table columns by position (Spark's INSERT rule), by the given list,
+        or by the frame's own column names (`by_name`: `append`)."""
         schema = table.metadata.schema()
         static = {k.lower(): v for k, v in (static or {}).items()}
-        targets = list(columns) if columns else [f.name for f in schema.fields if f.name.lower() not in static]
-        names = frame_schema(df).names
+        frame = frame_schema(df)
+        names = frame.names
+        targets = (list(names) if by_name else list(columns) if columns
+                   else [f.name for f in schema.fields if f.name.lower() not in static])
         width = len(names)
         if width != len(targets):
             raise AnalysisError(f"cannot write to {table.full_name}: the query has {width} columns, "
@@ -332,7 +330,7 @@ class IceSession(DdlStatements):
             written.add(name.lower())
         target, what = schema_to_spark(schema, with_ids=False), f"{statement} into {table.full_name}"
         if not static and targets == names == target.names:  # the table's columns already, in order
-            return assign_frame(df, target, what, position)
+            return assign_frame(df, target, what, position, frame)
         positions = [f"_col{i}" for i in range(width)]
         df = df.toDF(*positions)  # by position: names may repeat
         given = {t.lower(): F.col(c) for t, c in zip(targets, positions)}

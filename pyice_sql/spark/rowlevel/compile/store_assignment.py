@@ -215,11 +215,13 @@ def check_values(plan: RowLevelPlan, value_types: dict[str, T.DataType], target:
     return out
 
 
-def assign_frame(df: DataFrame, target: T.StructType, what: str, position: SqlPosition | None = None) -> DataFrame:
+def assign_frame(df: DataFrame, target: T.StructType, what: str, position: SqlPosition | None = None,
+                 schema: T.StructType | None = None) -> DataFrame:
     """INSERT's store assignment: `df` has the target's columns in order (struct fields too: by
     position, as Spark's INSERT); refuse illegal conversions, check overflows at run time. `df`
-    itself where its columns are the target's already, named and typed so: no projection to analyse."""
-    fields = frame_schema(df).fields
+    itself where its columns are the target's already, named and typed so: no projection to analyse.
+    `schema`: `df`'s, where the caller has it (each fetch is a call into the JVM)."""
+    fields = (schema or frame_schema(df)).fields
     if len(fields) == len(target.fields) and all(
             src.name == dst.name and _same(src.dataType, dst.dataType) for src, dst in zip(fields, target.fields)):
         return df
