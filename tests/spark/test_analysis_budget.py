@@ -1,12 +1,13 @@
 """A budget of plan analyses per row-level statement: the driver's share of a small statement.
 
 Every DataFrame operation of a classic session is an analysis of the plan built so far (2-12 ms
-each, hardly more on a statement's plan than on a one-node one), and analyses before the first
-Spark job are most of what a small statement loses to Iceberg Java, which analyses its whole
-statement once (README, "Where the time still goes"). The count is read from Spark's analyzer metering: the runs of the
-Resolution batch's `DeduplicateRelations` rule, at least one per analysis (two where the batch
-resolved something). Iceberg Java runs it 3-4 times for these statements. A change that builds
-a pass in fewer operations lowers the budget; one that adds operations fails here without timing.
+each, hardly more on a statement's plan than on a one-node one), and analyses before the first Spark
+job are most of what a small statement loses to Iceberg Java, which analyses its whole statement
+once (README, "Where the time still goes"; tests/benchmarks/RESULTS.md for the measurements). The
+count is read from Spark's analyzer metering: the runs of the Resolution batch's
+`DeduplicateRelations` rule, at least one per analysis (two where the batch resolved something).
+Iceberg Java runs it 3-4 times for these statements. A change that builds a pass in fewer operations
+lowers the budget; one that adds operations fails here without timing.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ ALLOWED_GROWTH = 40
 
 # a warm UPDATE or DELETE of the narrow table, either write mode, on Spark 3.5 and 4.3: 128-140 round
 # trips (Spark 3.5 186-212, 4.3 298-424 before the writes' projections, repartitions, sorts and
-# Column steps crossed as SQL text or through cached JVM members: README, "py4j round trips")
+# Column steps crossed as SQL text or through cached JVM members: tests/benchmarks/RESULTS.md, "py4j round trips")
 BUDGET = 175
 
 
