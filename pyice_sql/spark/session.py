@@ -41,7 +41,7 @@ from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, eq
 from pyice_sql.core.model.conversions import to_internal
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.spark.progress import Progress
-from pyice_sql.spark.connect_backend import is_connect, plan_text
+from pyice_sql.spark.connect_backend import drop_own_view, is_connect, plan_text
 from pyice_sql.spark.runtime import Runtime, local_session
 from pyice_sql.spark.read.metadata_tables import metadata_table
 from pyice_sql.spark.read.table_scan import TimeTravel, branch_head, scan
@@ -232,7 +232,7 @@ class IceSession(DdlStatements):
             return self.spark.sql(sql)
         finally:
             for name in own:
-                self.spark.catalog.dropTempView(name)
+                drop_own_view(self.spark, name)
 
     def scan_ref(self, ref: st.TableRef, row_filter: Expression | None = None, lineage: bool = False) -> DataFrame:
         table = self.load_ref(ref)

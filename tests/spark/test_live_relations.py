@@ -3,6 +3,8 @@ table's changes, as over Iceberg tables in Spark (whose DML refreshes cached rel
 Expected rows are computed by hand from the statements."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pyice_sql.core.errors import AnalysisError
@@ -97,3 +99,19 @@ def test_unresolved_column_suggestions_hide_internal_columns(ice, table):
         assert "UNRESOLVED_COLUMN" in message and "`s`" in message, message
         for internal in ("_pos", "_file", "_spec_id", "_partition", "__"):
             assert f"`{internal}" not in message, message
+
+
+def test_a_users_cached_frame_of_a_table_stays_cached(ice, table):
+    """Statements that read a table through views of their own leave a frame the user cached over
+    the same table cached (Spark's dropTempView uncaches every cached plan equal to the view's)."""
+    frame = ice.table(table)
+    frame.cache()
+    assert frame.count() == 3
+    assert rows(ice, f"SELECT * FROM {table}") == [(1, "a"), (2, "b"), (3, "c")]
+    ice.sql("CREATE TABLE local.db.u (id int, s string) USING iceberg")
+    ice.sql(f"MERGE INTO local.db.u x USING {table} y ON x.id = y.id WHEN NOT MATCHED THEN INSERT *")
+    assert rows(ice, "SELECT * FROM local.db.u") == [(1, "a"), (2, "b"), (3, "c")]
+    assert frame.storageLevel.useMemory or frame.storageLevel.useDisk
+    # a statement's own views are gone (live relations, `__pyice_table_<n>`, outlive it by design)
+    assert not [t.name for t in ice.spark.catalog.listTables() if re.fullmatch(r"__pyice_(dml_)?\d+", t.name)]
+    frame.unpersist()

@@ -53,8 +53,8 @@ from pyice_sql.core.plan.rules.join_type import (
     broadcast_by_matched_sources, hash_join_source, keep_broadcast_for_target,
 )
 from pyice_sql.spark.connect_backend import (
-    analyzed_deterministic, fill_cache, is_connect, is_local_data, reads_cached_data, row_count_estimate, size_at_most,
-    shuffle_partitions, size_unknown, within_broadcast_threshold,
+    analyzed_deterministic, drop_own_view, fill_cache, is_connect, is_local_data, reads_cached_data, row_count_estimate,
+    size_at_most, shuffle_partitions, size_unknown, within_broadcast_threshold,
 )
 from pyice_sql.core.scan.key_pruning import source_keys_can_prune
 from pyice_sql.core.scan.planner import FileScanTask, ScanPlan, plan_files
@@ -191,7 +191,7 @@ class RowLevelExecutor:
         for df in self._persisted:
             df.unpersist()
         for name in self._temp:
-            self.spark.catalog.dropTempView(name)
+            drop_own_view(self.spark, name)
         self._persisted, self._temp = [], []
 
     # --- resolution helpers -------------------------------------------------------------------
