@@ -16,11 +16,15 @@ valid statement into an error: what it cannot use is left to Spark.
 Fields nested in structs (`t.addr.city`) are translated as Iceberg binds them, by their dotted
 path (`addr.city`); `target_columns` resolves a column reference to that path as Spark does.
 
-Literal timestamps without an offset are read as UTC: the engine runs Spark with
-`spark.sql.session.timeZone=UTC`.
+A timestamp without an offset names the wall clock of the session's time zone (`zone`, Spark's
+`spark.sql.session.timeZone`), as Spark reads it: a TIMESTAMP literal, a string or DATE compared
+with a `timestamptz` column. Compared with a `timestamp` (without zone) column, whose values
+Spark then reads in that zone too, it keeps its wall clock where the zone has one offset, and is
+left to Spark where daylight saving time makes that comparison differ around the changes.
 """
 from __future__ import annotations
 
+import datetime as dt
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Literal
@@ -30,9 +34,12 @@ from sqlglot import exp
 from pyice_sql.core.expr.predicates import (
     AlwaysFalse, AlwaysTrue, And, Expression, Or, Predicate, Op, Ref, bind,
 )
-from pyice_sql.core.model.conversions import conversion, decimal_unscaled, exact_float32, sql_date, sql_timestamp
+from pyice_sql.core.model.conversions import (
+    conversion, decimal_unscaled, exact_float32, sql_date, sql_timestamp, type_kind, zoned_instant,
+)
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.types import IcebergType, NestedField, PrimitiveType, is_floating
+from pyice_sql.core.model.zones import UTC, is_fixed_offset
 
 Mode = Literal["inclusive", "strict"]
 TargetColumn = Callable[[exp.Expression], "str | None"]
@@ -116,23 +123,27 @@ def target_columns(schema: Schema, qualifiers: list[tuple[str, ...]], other_qual
 
 
 def to_predicate(cond: exp.Expression, is_target_column: TargetColumn, schema: Schema,
-                 mode: Mode = "inclusive", case_sensitive: bool = False) -> Expression:
+                 mode: Mode = "inclusive", case_sensitive: bool = False, zone: dt.tzinfo | None = UTC) -> Expression:
     """An unbound predicate over target columns implied by (inclusive) or implying (strict) `cond`.
 
     `is_target_column` names the target column a sqlglot column refers to, or returns None for
-    columns of other tables; `schema` (the target's) gives the column types literals convert to.
+    columns of other tables; `schema` (the target's) gives the column types literals convert to;
+    `zone` is the session's time zone (`zones.session_zone`; None, unknown: timestamps without an
+    offset are left to Spark).
     """
     if mode not in ("inclusive", "strict"):
         raise ValueError(f"mode must be 'inclusive' or 'strict', not {mode!r}")
-    return _Translator(is_target_column, schema, mode, case_sensitive).when(cond, True)
+    return _Translator(is_target_column, schema, mode, case_sensitive, zone).when(cond, True)
 
 
 class _Translator:
-    def __init__(self, is_target_column: TargetColumn, schema: Schema, mode: Mode, case_sensitive: bool) -> None:
+    def __init__(self, is_target_column: TargetColumn, schema: Schema, mode: Mode, case_sensitive: bool,
+                 zone: dt.tzinfo | None) -> None:
         self.is_target_column = is_target_column
         self.schema = schema
         self.unknown: Expression = AlwaysTrue() if mode == "inclusive" else AlwaysFalse()
         self.case_sensitive = case_sensitive
+        self.zone = zone
 
     def when(self, node: exp.Expression, truth: bool) -> Expression:
         """Rows where `node` evaluates to `truth` (TRUE or FALSE, never NULL)."""
@@ -213,14 +224,14 @@ class _Translator:
         name, field, lit_node, swapped = self._sides(node)
         plain, flipped = _COMPARISONS[type(node)]
         op = flipped if swapped else plain
-        value = _literal(lit_node)
+        value = _literal(lit_node, self.zone)
         if value is None:
             return AlwaysFalse()  # comparing with NULL is never TRUE nor FALSE
         return self._compare(name, field, op if truth else _SQL_NEGATION[op], value)
 
     def _compare(self, name: str, field: NestedField, op: Op, value: Any) -> Expression:
         """`name op value` is TRUE, with Spark's ordering: NaN equals NaN and exceeds every number."""
-        lit = _convert(field.type, value)
+        lit = _convert(field.type, value, self.zone)
         ref = Ref(name)
         pred = Predicate(op, ref, (lit,))
         if op == Op.NOT_EQ:
@@ -234,19 +245,19 @@ class _Translator:
         name, field, lit_node, _ = self._sides(node)
         if isinstance(node, exp.NullSafeNEQ):
             truth = not truth
-        value = _literal(lit_node)
+        value = _literal(lit_node, self.zone)
         ref = Ref(name)
         if value is None:
             return Predicate(Op.IS_NULL if truth else Op.NOT_NULL, ref)
-        lit = _convert(field.type, value)
+        lit = _convert(field.type, value, self.zone)
         return Predicate(Op.EQ if truth else Op.NOT_EQ, ref, (lit,))
 
     def _in(self, node: exp.In, truth: bool) -> Expression:
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
             raise _Untranslatable
         name, field = self._column(node.this)
-        raw = [_literal(e) for e in node.expressions]
-        values = [_convert(field.type, v) for v in raw if v is not None]
+        raw = [_literal(e, self.zone) for e in node.expressions]
+        values = [_convert(field.type, v, self.zone) for v in raw if v is not None]
         ref = Ref(name)
         if truth:
             return Predicate(Op.IN, ref, tuple(values))
@@ -259,7 +270,7 @@ class _Translator:
         if node.args.get("escape") is not None:
             raise _Untranslatable
         name, field = self._column(node.this)
-        pattern = _literal(node.expression)
+        pattern = _literal(node.expression, self.zone)
         if field.type != PrimitiveType("string") or not isinstance(pattern, str):
             raise _Untranslatable
         prefix = pattern.rstrip("%")
@@ -290,8 +301,10 @@ def _number(text: str) -> int | Decimal | float:
         raise _Untranslatable from None
 
 
-def _literal(node: exp.Expression) -> Any:
-    """The Python value of a constant SQL expression (None for NULL); raises if not a constant."""
+def _literal(node: exp.Expression, zone: dt.tzinfo | None) -> Any:
+    """The Python value of a constant SQL expression (None for NULL); raises if not a constant.
+    A TIMESTAMP is the instant it names (UTC-aware: `zone`, the session's, reads one without an
+    offset), a TIMESTAMP_NTZ its naive wall clock."""
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, exp.Null):
@@ -301,16 +314,16 @@ def _literal(node: exp.Expression) -> Any:
     if isinstance(node, exp.Literal):
         return node.this if node.is_string else _number(node.this)
     if isinstance(node, exp.Neg):
-        inner = _literal(node.this)
+        inner = _literal(node.this, zone)
         if isinstance(inner, bool) or not isinstance(inner, (int, float, Decimal)):
             raise _Untranslatable
         return -inner
     if isinstance(node, exp.Cast):  # also TryCast; Spark's CAST and typed literals
-        return _cast(_literal(node.this), node.to)
+        return _cast(_literal(node.this, zone), node.to, zone)
     raise _Untranslatable
 
 
-def _cast(value: Any, to: exp.DataType) -> Any:
+def _cast(value: Any, to: exp.DataType, zone: dt.tzinfo | None) -> Any:
     """A constant CAST, only where the result is unambiguous (else untranslatable)."""
     if value is None:
         return None
@@ -321,7 +334,7 @@ def _cast(value: Any, to: exp.DataType) -> Any:
             return _exact(sql_date, value)
     elif kind in (T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMPNTZ):
         if isinstance(value, str):
-            return _exact(sql_timestamp, value, kind == T.TIMESTAMPNTZ)
+            return _exact(sql_timestamp, value, kind == T.TIMESTAMPNTZ, zone)
     elif kind in _INT_CAST_BITS:
         if isinstance(value, str) and _INTEGER.match(value):
             value = int(value)
@@ -371,23 +384,35 @@ def _float32_or_fail(v: float) -> float:
         raise _Untranslatable from None
 
 
-def _convert(t: IcebergType, value: Any) -> Any:
-    """`value` as an internal value of the column type, when Spark would compare it exactly so."""
+def _convert(t: IcebergType, value: Any, zone: dt.tzinfo | None, stored: bool = False) -> Any:
+    """`value` as an internal value of the column type, when Spark would compare it exactly so
+    (`stored`: store it so, as a column's value). Against a `timestamptz` column a zone-less value
+    (a string, a TIMESTAMP_NTZ, a DATE: its midnight) is the instant its wall clock names in
+    `zone`; in a `timestamp` column an instant is its wall clock there, and is compared so only
+    in a zone of one offset: Spark compares by reading the column's values in the zone, and
+    daylight saving changes map two wall clocks to one instant."""
+    kind = type_kind(t)
     try:
+        if kind == "timestamptz" and isinstance(value, (str, dt.date)):
+            value = zoned_instant(value, zone)
+        elif kind == "timestamp" and isinstance(value, dt.datetime) and value.tzinfo is not None:
+            if zone is None or not (stored or is_fixed_offset(zone)):
+                raise _Untranslatable
+            value = value.astimezone(zone).replace(tzinfo=None)
         return conversion(t).from_sql(t, value)
     except (ValueError, TypeError, ArithmeticError):
         raise _Untranslatable from None
 
 
-def constant_value(node: exp.Expression, t: IcebergType) -> Any:
+def constant_value(node: exp.Expression, t: IcebergType, zone: dt.tzinfo | None = UTC) -> Any:
     """The internal value of type `t` a constant SQL expression stands for (None for NULL), by the
-    same exact rules as predicate literals (e.g. a column DEFAULT).
+    same exact rules as predicate literals (e.g. a column DEFAULT; `zone`: the session's time zone).
 
     Raises:
         ValueError: `node` is not a constant, or Spark would not store it in `t` unchanged.
     """
     try:
-        value = _literal(node)
-        return None if value is None else _convert(t, value)
+        value = _literal(node, zone)
+        return None if value is None else _convert(t, value, zone, stored=True)
     except _Untranslatable:
         raise ValueError(f"{node.sql(dialect='spark')} is not a constant of type {t}") from None

@@ -38,6 +38,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
 from pyice_sql.core.model.types import DecimalType, FixedType, IcebergType, type_kind
+from pyice_sql.core.model.zones import wall_clock_instant
 
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH_NAIVE = dt.datetime(1970, 1, 1)
@@ -119,22 +120,42 @@ def sql_date(text: str) -> dt.date:
     return dt.date.fromisoformat(text.strip())
 
 
-def sql_timestamp(text: str, without_zone: bool) -> dt.datetime:
-    """CAST(text AS TIMESTAMP[_NTZ]) as a naive datetime (UTC wall clock: the session zone is UTC).
-
-    An offset names an instant: kept (as UTC) for a timestamp with zone, refused without one.
+def sql_timestamp(text: str, without_zone: bool, zone: dt.tzinfo | None = dt.timezone.utc) -> dt.datetime:
+    """CAST(text AS TIMESTAMP_NTZ) as a naive datetime (its wall clock), or CAST(text AS TIMESTAMP)
+    as the instant it names (UTC-aware): its offset's, else its wall clock's in `zone`, the
+    session's time zone (`zones.session_zone`), as Spark reads it.
 
     Raises:
-        ValueError: not an ISO spelling, or an offset where the target has no zone.
+        ValueError: not an ISO spelling, an offset where the target has no zone, or no offset
+            and no known `zone` to read it in.
     """
     if not _SQL_TIMESTAMP.match(text):
         raise ValueError(f"{text!r} is not an ISO timestamp")
     parsed = dt.datetime.fromisoformat(text.strip().replace(" ", "T", 1).replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        return parsed
     if without_zone:
-        raise ValueError(f"{text!r} carries an offset; a timestamp without zone has none")
-    return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        if parsed.tzinfo is not None:
+            raise ValueError(f"{text!r} carries an offset; a timestamp without zone has none")
+        return parsed
+    return zoned_instant(parsed, zone)
+
+
+def zoned_instant(value: str | dt.date, zone: dt.tzinfo | None) -> dt.datetime:
+    """The instant (UTC-aware) a timestamp value names where Spark reads it as a TIMESTAMP: an
+    aware datetime or text with an offset as it is, a zone-less one (text, naive datetime, a date:
+    its midnight) as its wall clock in `zone`, the session's time zone.
+
+    Raises:
+        ValueError: text that is no ISO timestamp, or a zone-less value and no known `zone`.
+    """
+    if isinstance(value, str):
+        return sql_timestamp(value, False, zone)
+    wall = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+    if wall.tzinfo is not None:
+        return wall.astimezone(dt.timezone.utc)
+    if zone is None:
+        raise ValueError(f"{wall.isoformat(sep=' ')} has no offset and Python does not know the session's time "
+                         "zone (spark.sql.session.timeZone): give one, e.g. '2024-01-01 00:00:00+00:00'")
+    return wall_clock_instant(wall, zone)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ placement check depends on the write mode.
 """
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -14,6 +15,7 @@ from sqlglot import exp
 
 from pyice_sql.core.expr.from_sql import TargetColumn
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.zones import UTC
 from pyice_sql.core.plan.nodes import RowLevelPlan
 from pyice_sql.core.plan.rules.expression_placement import check_placement
 from pyice_sql.core.plan.rules.join_type import choose_join
@@ -26,7 +28,8 @@ class RuleContext:
     """What the rules may consult besides the plan: the target's schema and properties, how a
     column reference resolves, and (asked only when needed) whether the MERGE source is
     deterministic and whether Spark would broadcast it (its estimated size is within
-    `spark.sql.autoBroadcastJoinThreshold`)."""
+    `spark.sql.autoBroadcastJoinThreshold`); `zone`, the session's time zone, reads the
+    statement's timestamps written without an offset (None: unknown, left to Spark)."""
 
     schema: Schema
     properties: Mapping[str, str]
@@ -34,6 +37,7 @@ class RuleContext:
     is_source: Callable[[exp.Column], str | None]
     source_deterministic: Callable[[], bool] = lambda: True
     source_within_broadcast_threshold: Callable[[], bool] = lambda: False
+    zone: dt.tzinfo | None = UTC
 
 
 Rule = Callable[[RowLevelPlan, RuleContext], RowLevelPlan]
@@ -46,7 +50,7 @@ def _placement(plan: RowLevelPlan, ctx: RuleContext) -> RowLevelPlan:
 
 RULES: tuple[Rule, ...] = (
     lambda plan, ctx: choose_join(plan, ctx.source_within_broadcast_threshold, ctx.source_deterministic),
-    lambda plan, ctx: prune_target(plan, ctx.schema, ctx.is_target, ctx.is_source),
+    lambda plan, ctx: prune_target(plan, ctx.schema, ctx.is_target, ctx.is_source, ctx.zone),
     lambda plan, ctx: choose_write_mode(plan, dict(ctx.properties)),
     _placement,
 )

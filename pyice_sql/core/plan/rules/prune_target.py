@@ -15,6 +15,7 @@ match", so pruning is always conservative.
 """
 from __future__ import annotations
 
+import datetime as dt
 from typing import Callable
 
 from sqlglot import exp
@@ -22,14 +23,16 @@ from sqlglot import exp
 from pyice_sql.core.expr.from_sql import TargetColumn, split_conjuncts, to_predicate
 from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, Or
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.zones import UTC
 from pyice_sql.core.plan.nodes import MATCHED, NOT_MATCHED_BY_SOURCE, PruningFilter, RowLevelPlan
 
 
-def _condition_filter(conditions: list[exp.Expression | None], is_target: TargetColumn, schema: Schema) -> Expression:
+def _condition_filter(conditions: list[exp.Expression | None], is_target: TargetColumn, schema: Schema,
+                      zone: dt.tzinfo | None) -> Expression:
     """OR of the clauses' conditions; an unconditional clause makes it always true."""
     out: Expression | None = None
     for cond in conditions:
-        part = AlwaysTrue() if cond is None else to_predicate(cond, is_target, schema, "inclusive")
+        part = AlwaysTrue() if cond is None else to_predicate(cond, is_target, schema, "inclusive", zone=zone)
         out = part if out is None else Or(out, part)
     return out if out is not None else AlwaysTrue()
 
@@ -50,19 +53,20 @@ def equality_keys(on: exp.Expression, is_target: TargetColumn, is_source: Callab
 
 
 def prune_target(plan: RowLevelPlan, schema: Schema, is_target: TargetColumn,
-                 is_source: Callable[[exp.Column], str | None]) -> RowLevelPlan:
+                 is_source: Callable[[exp.Column], str | None], zone: dt.tzinfo | None = UTC) -> RowLevelPlan:
+    """`zone`: the session's time zone, in which the statement's timestamps without an offset are read."""
     if plan.command in ("UPDATE", "DELETE"):
         if plan.where is None:
             return plan.with_(scan_filter=AlwaysTrue(), filters=())
-        f = to_predicate(plan.where, is_target, schema, "inclusive")
+        f = to_predicate(plan.where, is_target, schema, "inclusive", zone=zone)
         return plan.with_(scan_filter=f, filters=(PruningFilter(f, "WHERE clause"),))
-    on_filter = to_predicate(plan.on, is_target, schema, "inclusive")
+    on_filter = to_predicate(plan.on, is_target, schema, "inclusive", zone=zone)
     filters = [PruningFilter(on_filter, "ON clause, target-only conjuncts")]
     scan = on_filter
     by_source = [i.condition for i in plan.instructions if i.kind == NOT_MATCHED_BY_SOURCE]
     keys = equality_keys(plan.on, is_target, is_source)
     if by_source:
-        widen = _condition_filter(by_source, is_target, schema)
+        widen = _condition_filter(by_source, is_target, schema, zone)
         filters.append(PruningFilter(widen, "OR-ed in: NOT MATCHED BY SOURCE conditions (rows those clauses act on)"))
         scan = Or(scan, widen)
         return plan.with_(scan_filter=scan, filters=tuple(filters), source_key_columns=keys,
@@ -70,7 +74,7 @@ def prune_target(plan: RowLevelPlan, schema: Schema, is_target: TargetColumn,
     if not plan.has_not_matched:
         matched = [i.condition for i in plan.instructions if i.kind == MATCHED]
         if matched and all(c is not None for c in matched):
-            narrow = _condition_filter(matched, is_target, schema)
+            narrow = _condition_filter(matched, is_target, schema, zone)
             filters.append(PruningFilter(narrow, "WHEN MATCHED conditions (no NOT MATCHED clause)"))
             scan = And(scan, narrow)
     return plan.with_(scan_filter=scan, filters=tuple(filters), source_key_columns=keys,
