@@ -7,6 +7,7 @@ id is never reused), partition evolution adds a new spec and leaves old files on
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -20,6 +21,7 @@ from pyice_sql.core.model.metadata import TableMetadata, new_table_metadata
 from pyice_sql.core.model.partitioning import PartitionField, PartitionSpec
 from pyice_sql.core.model.schema import Schema, name_mapping_json
 from pyice_sql.core.model.sort_order import UNSORTED, SortField, SortOrder
+from pyice_sql.core.model.zones import UTC
 from pyice_sql.core.model.transforms import Transform, parse_transform
 from pyice_sql.spark.schema import spark_to_schema, spark_type_to_iceberg
 from pyice_sql.core.sql.statements import ColumnSpec, NewColumn, PartitionTransform, position_of
@@ -137,16 +139,17 @@ def _replace_field(fields: tuple[it.NestedField, ...], path: tuple[str, ...], fn
 
 
 def json_default(md: TableMetadata, t: it.IcebergType, value: exp.Expression, required: bool,
-                 what: str) -> object:
+                 what: str, zone: dt.tzinfo | None = UTC) -> object:
     """A DEFAULT expression as the JSON single-value default of a column of type `t` (format v3
-    only; `what` names the column and table in errors)."""
+    only; `what` names the column and table in errors; `zone`, the session's time zone, reads a
+    timestamp without an offset)."""
     position = position_of(value)
     if md.format_version < DEFAULTS_FORMAT_VERSION:
         raise AnalysisError(f"cannot set a default value for {what}: column default values need format "
                             f"v{DEFAULTS_FORMAT_VERSION}, the table is v{md.format_version} (upgrade it with "
                             "ALTER TABLE ... SET TBLPROPERTIES ('format-version'='3'))", position=position)
     try:
-        default = to_json(t, constant_value(value, t))
+        default = to_json(t, constant_value(value, t, zone))
         check_default(t, default, required, what)
     except DefaultValueError as e:
         raise AnalysisError(str(e), position=position) from None
@@ -155,15 +158,16 @@ def json_default(md: TableMetadata, t: it.IcebergType, value: exp.Expression, re
     return default
 
 
-def add_columns(md: TableMetadata, columns: tuple[NewColumn, ...], table_name: str = "") -> TableMetadata:
+def add_columns(md: TableMetadata, columns: tuple[NewColumn, ...], table_name: str = "",
+                zone: dt.tzinfo | None = UTC) -> TableMetadata:
     """New columns; one with a DEFAULT gets it as both initial-default (older rows read it) and
-    write-default, and may then be NOT NULL (the spec's v3 rule)."""
+    write-default, and may then be NOT NULL (the spec's v3 rule). `zone`: as `json_default`'s."""
     fields = md.schema().fields
     last = md.last_column_id
     for c in columns:
         new_type, last_after = spark_type_to_iceberg(parse_spark_type(c.type), last + 1)
         what = f"column {'.'.join(c.path)} of {table_name or 'the table'}"
-        default = None if c.default is None else json_default(md, new_type, c.default, c.not_null, what)
+        default = None if c.default is None else json_default(md, new_type, c.default, c.not_null, what, zone)
         if c.not_null and default is None:
             raise AnalysisError(f"cannot add required column {'.'.join(c.path)}: existing rows have no value")
         new_field = it.NestedField(last + 1, c.path[-1], new_type, c.not_null, c.comment, default, default)
@@ -250,13 +254,14 @@ def rename_column(md: TableMetadata, path: tuple[str, ...], new_name: str) -> Ta
 
 def alter_column(md: TableMetadata, path: tuple[str, ...], new_type: str | None, comment: str | None,
                  not_null: bool | None, default: exp.Expression | None = None, drop_default: bool = False,
-                 table_name: str = "") -> TableMetadata:
+                 table_name: str = "", zone: dt.tzinfo | None = UTC) -> TableMetadata:
     """One column change; SET DEFAULT / DROP DEFAULT change only the write-default (the
-    initial-default of rows written before the column existed never changes)."""
+    initial-default of rows written before the column existed never changes). `zone`: as
+    `json_default`'s."""
     def change(f: it.NestedField) -> it.NestedField:
         if default is not None or drop_default:
             what = f"column {'.'.join(path)} of {table_name or 'the table'}"
-            value = None if drop_default else json_default(md, f.type, default, f.required, what)
+            value = None if drop_default else json_default(md, f.type, default, f.required, what, zone)
             return dataclasses.replace(f, write_default=value)
         t = f.type
         if new_type is not None:

@@ -23,7 +23,7 @@ from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.sql import statements as st, write_order
 from pyice_sql.spark import ddl
 from pyice_sql.spark.operations import append, replace_table
-from pyice_sql.spark.runtime import Runtime
+from pyice_sql.spark.runtime import Runtime, spark_session_zone
 from pyice_sql.spark.schema import to_spark_type
 
 
@@ -148,7 +148,8 @@ class DdlStatements:
 
     def _do_AlterTableAddColumns(self, stmt: st.AlterTableAddColumns) -> None:
         name = stmt.table.qualified_name
-        self._alter(stmt.table, lambda md: ddl.add_columns(md, stmt.columns, name))
+        zone = spark_session_zone(self.spark)
+        self._alter(stmt.table, lambda md: ddl.add_columns(md, stmt.columns, name, zone))
 
     def _do_AlterTableDropColumns(self, stmt: st.AlterTableDropColumns) -> None:
         self._alter(stmt.table, lambda md: ddl.drop_columns(md, stmt.columns, stmt.if_exists))
@@ -157,9 +158,10 @@ class DdlStatements:
         self._alter(stmt.table, lambda md: ddl.rename_column(md, stmt.column, stmt.new_name))
 
     def _do_AlterTableAlterColumn(self, stmt: st.AlterTableAlterColumn) -> None:
+        zone = spark_session_zone(self.spark)
         self._alter(stmt.table, lambda md: ddl.alter_column(md, stmt.column, stmt.new_type, stmt.comment,
                                                             stmt.not_null, stmt.default, stmt.drop_default,
-                                                            stmt.table.qualified_name))
+                                                            stmt.table.qualified_name, zone))
 
     def _do_AlterTableSetProperties(self, stmt: st.AlterTableSetProperties) -> None:
         name = self.load_ref(stmt.table).full_name

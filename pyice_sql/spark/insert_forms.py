@@ -10,6 +10,8 @@ Iceberg filter. Iceberg does not check that the added rows match `cond`; neither
 """
 from __future__ import annotations
 
+import datetime as dt
+
 from pyspark.sql import DataFrame
 
 from pyice_sql.core.catalog.base import Table
@@ -39,16 +41,18 @@ def by_name_columns(table: Table, df: DataFrame, position: SqlPosition | None) -
     return tuple(out)
 
 
-def replace_where_filter(table: Table, ref: st.TableRef, cond: st.exp.Expression) -> Expression:
-    """The Iceberg filter of REPLACE WHERE `cond`: it must say exactly which rows are replaced."""
+def replace_where_filter(table: Table, ref: st.TableRef, cond: st.exp.Expression,
+                         zone: dt.tzinfo | None) -> Expression:
+    """The Iceberg filter of REPLACE WHERE `cond`: it must say exactly which rows are replaced
+    (`zone`: the session's time zone, which reads its timestamps written without an offset)."""
     if st.tables_read(cond) or any(cond.find_all(st.exp.Subquery)):
         raise UnsupportedError(f"REPLACE WHERE on {table.full_name} with a subquery is not supported",
                                position=st.position_of(cond) or ref.position)
     schema = table.metadata.schema()
     full = [p.lower() for p in (ref.catalog, *ref.namespace, ref.name) if p]
     resolve = target_columns(schema, [tuple(full[i:]) for i in range(len(full))])
-    inclusive = to_predicate(cond, resolve, schema, "inclusive")
-    if inclusive != to_predicate(cond, resolve, schema, "strict"):
+    inclusive = to_predicate(cond, resolve, schema, "inclusive", zone=zone)
+    if inclusive != to_predicate(cond, resolve, schema, "strict", zone=zone):
         raise UnsupportedError(
             f"REPLACE WHERE on {table.full_name}: cannot translate {cond.sql(dialect='spark')} to an Iceberg "
             "filter (use comparisons, IN, IS NULL, LIKE 'prefix%' of columns with literals)",

@@ -6,6 +6,7 @@ session or the user handed theirs in.
 """
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sys
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.format.fileio import FileIO, file_io_for, is_local
+from pyice_sql.core.model.zones import session_zone
 from pyice_sql.spark.connect_backend import ConnectBackend, is_connect
 from pyice_sql.spark.jvm.bridge import ShimHandle, load_shim, spark_jars_conf
 from pyice_sql.spark.write.data_writer import DEFAULT_BYTES_PER_ROW, WriteContext
@@ -54,6 +56,13 @@ def local_session(app_name: str = "pyice_sql", quiet: bool = False) -> SparkSess
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("PYICE_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def spark_session_zone(spark: SparkSession) -> dt.tzinfo | None:
+    """The session's time zone (`spark.sql.session.timeZone`, asked per statement: a user may change
+    it between two), in which Spark reads timestamps written without an offset; None if Python does
+    not know its name (see `zones.session_zone`)."""
+    return session_zone(spark.conf.get("spark.sql.session.timeZone", None))
 
 
 def _submitted_conf() -> dict[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import itertools
 import os
 import re
@@ -38,11 +39,12 @@ from pyice_sql.core.expr.from_sql import target_columns, to_predicate
 from pyice_sql.core.format.fileio import is_local, local_path
 from pyice_sql.core.format.manifest_cache import MANIFESTS
 from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, eq
-from pyice_sql.core.model.conversions import to_internal
+from pyice_sql.core.model.conversions import to_internal, zoned_instant
+from pyice_sql.core.model.types import type_kind
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.spark.progress import Progress
 from pyice_sql.spark.connect_backend import drop_own_view, is_connect, plan_text
-from pyice_sql.spark.runtime import Runtime, local_session
+from pyice_sql.spark.runtime import Runtime, local_session, spark_session_zone
 from pyice_sql.spark.read.metadata_tables import metadata_table
 from pyice_sql.spark.read.table_scan import TimeTravel, branch_head, scan
 from pyice_sql.spark.rowlevel.compile.store_assignment import assign_frame
@@ -259,7 +261,8 @@ class IceSession(DdlStatements):
             schema = self.load_ref(ref).metadata.schema()
             full = [p.lower() for p in (ref.catalog, *ref.namespace, ref.name) if p]
             qualifiers = [(ref.alias.lower(),)] if ref.alias else [tuple(full[i:]) for i in range(len(full))]
-            return to_predicate(select.args["where"].this, target_columns(schema, qualifiers), schema, "inclusive")
+            return to_predicate(select.args["where"].this, target_columns(schema, qualifiers), schema, "inclusive",
+                                zone=spark_session_zone(self.spark))
         return None
 
     def _do_Query(self, stmt: st.Query) -> DataFrame:
@@ -339,7 +342,10 @@ class IceSession(DdlStatements):
             if f.name.lower() in given:
                 cols.append(given[f.name.lower()].alias(f.name))
             elif f.name.lower() in static:
-                cols.append(F.lit(static[f.name.lower()]).alias(f.name))
+                value = static[f.name.lower()]
+                if isinstance(value, dt.datetime):  # pyspark would read a naive one in the Python process's zone
+                    value = zoned_instant(value, spark_session_zone(self.spark))
+                cols.append(F.lit(value).alias(f.name))
             elif (default := write_default(f)) is not None:  # NULL, or the column's v3 write-default
                 cols.append(F.expr(default.sql(dialect="spark")).alias(f.name))
             else:
@@ -359,7 +365,8 @@ class IceSession(DdlStatements):
     def _do_Insert(self, stmt: st.Insert) -> None:
         table = self.load_ref(stmt.table)
         query = stmt.query
-        replaced = (insert_forms.replace_where_filter(table, stmt.table, stmt.replace_where)
+        replaced = (insert_forms.replace_where_filter(table, stmt.table, stmt.replace_where,
+                                                      spark_session_zone(self.spark))
                     if stmt.replace_where is not None else None)
         if isinstance(query.expression, st.exp.Values) and not stmt.by_name:
             schema = table.metadata.schema()
@@ -392,10 +399,13 @@ class IceSession(DdlStatements):
         all_static = bool(stmt.static_partition) and part_cols <= {k.lower() for k in stmt.static_partition}
         if mode != "dynamic" or all_static:
             flt: Expression = AlwaysTrue()
+            zone = spark_session_zone(self.spark)
             for k, v in stmt.static_partition.items():
                 field = schema.find_field(k)
                 if field is None:
                     raise AnalysisError(f"partition column {k!r} is not in table {table.full_name}")
+                if type_kind(field.type) == "timestamptz" and isinstance(v, (str, dt.date)):
+                    v = zoned_instant(v, zone)  # Spark reads a timestamp without an offset in the session's zone
                 flt = And(flt, eq(field.name, to_internal(field.type, v)))
             overwrite(self.runtime, table, df, dynamic=False, static_filter=flt, branch=branch)
         else:

@@ -1,7 +1,11 @@
 """Procedure argument binding follows Iceberg's Spark procedures (positional xor named)."""
+import datetime as dt
+
 import pytest
 
 from pyice_sql.core.errors import AnalysisError
+from pyice_sql.core.model.zones import UTC, session_zone
+from pyice_sql.spark.procedures.arguments import timestamp_ms
 from pyice_sql.spark.procedures.registry import Parameter, Procedure, lookup
 
 PROC = Procedure("p", (Parameter("table", required=True), Parameter("snapshot_id"), Parameter("dry_run", default=False)),
@@ -28,3 +32,14 @@ def test_bad_arguments_are_named(args, named, message):
 def test_unknown_procedure_lists_what_exists():
     with pytest.raises(AnalysisError, match="unknown procedure system.no_such"):
         lookup(("system",), "no_such", None)
+
+
+def test_procedure_timestamps_are_read_in_the_session_zone() -> None:
+    """Text without an offset is the session zone's wall clock (Los Angeles: UTC-8 in January); a
+    zone Python does not know asks for an offset instead of guessing one."""
+    at = dt.datetime(2024, 1, 1, 8, tzinfo=UTC).timestamp() * 1000
+    assert timestamp_ms("2024-01-01 00:00:00", "expire_snapshots", "older_than", session_zone("America/Los_Angeles")) == at
+    assert timestamp_ms("2024-01-01 13:30:00", "expire_snapshots", "older_than", session_zone("+05:30")) == at
+    assert timestamp_ms("2024-01-01 08:00:00+00:00", "expire_snapshots", "older_than", None) == at
+    with pytest.raises(AnalysisError, match="time zone"):
+        timestamp_ms("2024-01-01 00:00:00", "expire_snapshots", "older_than", None)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any, Iterable, Mapping
-from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
@@ -15,12 +14,14 @@ from pyice_sql.core.errors import AnalysisError, ParseError
 from pyice_sql.core.expr.from_sql import target_columns, to_predicate
 from pyice_sql.core.expr.predicates import Expression
 from pyice_sql.core.model.schema import Schema
+from pyice_sql.core.model.conversions import zoned_instant
 
 DAY_MS = 24 * 3600 * 1000
 
 
-def timestamp_ms(value: Any, procedure: str, name: str, session_tz: str = "UTC") -> int | None:
-    """A TIMESTAMP argument as epoch millis; text and naive datetimes are in the session time zone."""
+def timestamp_ms(value: Any, procedure: str, name: str, zone: dt.tzinfo | None) -> int | None:
+    """A TIMESTAMP argument as epoch millis; text and naive datetimes are in `zone`, the session's
+    time zone (`runtime.spark_session_zone`; None: unknown to Python, so an offset is required)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -32,17 +33,12 @@ def timestamp_ms(value: Any, procedure: str, name: str, session_tz: str = "UTC")
             value = dt.datetime.fromisoformat(value.strip().replace(" ", "T", 1))
         except ValueError:
             raise AnalysisError(f"{procedure}: {name} is not a timestamp: {value!r}") from None
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        value = dt.datetime(value.year, value.month, value.day)
-    if not isinstance(value, dt.datetime):
+    if not isinstance(value, dt.date):  # a date: its midnight
         raise AnalysisError(f"{procedure}: {name} must be a timestamp, got {value!r}")
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=ZoneInfo(session_tz))
-    return int(value.timestamp() * 1000)
-
-
-def session_time_zone(spark) -> str:
-    return spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC"
+    try:
+        return int(zoned_instant(value, zone).timestamp() * 1000)
+    except ValueError as e:
+        raise AnalysisError(f"{procedure}: {name} {e}") from None
 
 
 def options_map(value: Any, procedure: str, known: Iterable[str]) -> dict[str, str]:
@@ -75,8 +71,9 @@ def bool_option(options: Mapping[str, str], key: str, default: bool, procedure: 
     return text == "true"
 
 
-def where_predicate(where: str | None, schema: Schema, procedure: str) -> Expression | None:
-    """`where => 'sql condition'` over the table's columns as an Iceberg predicate (inclusive).
+def where_predicate(where: str | None, schema: Schema, procedure: str, zone: dt.tzinfo | None) -> Expression | None:
+    """`where => 'sql condition'` over the table's columns as an Iceberg predicate (inclusive;
+    `zone`, the session's time zone, reads its timestamps written without an offset).
 
     A column the table does not have is an error, as in Iceberg.
     """
@@ -92,4 +89,4 @@ def where_predicate(where: str | None, schema: Schema, procedure: str) -> Expres
         if schema.find_field(col.name) is None:
             raise AnalysisError(f"{procedure}: where refers to unknown column {col.name!r}; "
                                 f"columns: {', '.join(f.name for f in schema.fields)}")
-    return to_predicate(cond, target_columns(schema, []), schema, "inclusive")
+    return to_predicate(cond, target_columns(schema, []), schema, "inclusive", zone=zone)

@@ -27,10 +27,11 @@ from pyice_sql.core.errors import AnalysisError, PyIceError, UnsupportedError
 from pyice_sql.core.model.manifest import FileContent
 from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
-from pyice_sql.spark.procedures.arguments import session_time_zone, timestamp_ms
+from pyice_sql.spark.procedures.arguments import timestamp_ms
 from pyice_sql.spark.procedures.bulk_files import delete_files
 from pyice_sql.spark.procedures.reachability import path_key, reachable_files, statistics_paths
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
+from pyice_sql.spark.runtime import spark_session_zone
 
 NAME = "expire_snapshots"
 
@@ -167,7 +168,7 @@ def expire_snapshots(ctx: ProcedureContext, args: dict[str, Any]) -> list[tuple]
                             "(deleting files may corrupt other tables)", position=ctx.position)
     policy = ExpiryPolicy(
         now_ms=int(time.time() * 1000),
-        older_than_ms=timestamp_ms(args["older_than"], NAME, "older_than", session_time_zone(ctx.spark)),
+        older_than_ms=timestamp_ms(args["older_than"], NAME, "older_than", spark_session_zone(ctx.spark)),
         retain_last=None if args["retain_last"] is None else int(args["retain_last"]),
         snapshot_ids=_snapshot_ids(args["snapshot_ids"]))
     if args["dry_run"]:

@@ -15,10 +15,11 @@ from typing import Any
 from pyice_sql.core.catalog.base import Table
 from pyice_sql.core.errors import AnalysisError, PyIceError
 from pyice_sql.spark.connect_backend import conf_enabled
-from pyice_sql.spark.procedures.arguments import DAY_MS, session_time_zone, timestamp_ms
+from pyice_sql.spark.procedures.arguments import DAY_MS, timestamp_ms
 from pyice_sql.spark.procedures.bulk_files import delete_files, list_files
 from pyice_sql.spark.procedures.reachability import path_key, reachable_files
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
+from pyice_sql.spark.runtime import spark_session_zone
 
 NAME = "remove_orphan_files"
 DEFAULT_AGE_MS = 3 * DAY_MS
@@ -70,7 +71,7 @@ def remove_orphan_files(ctx: ProcedureContext, args: dict[str, Any]) -> list[tup
         raise AnalysisError(f"{NAME}: max_concurrent_deletes should have value > 0, value: "
                             f"{args['max_concurrent_deletes']}", position=ctx.position)
     now = int(time.time() * 1000)
-    older_than = timestamp_ms(args["older_than"], NAME, "older_than", session_time_zone(ctx.spark))
+    older_than = timestamp_ms(args["older_than"], NAME, "older_than", spark_session_zone(ctx.spark))
     dry_run = bool(args["dry_run"])
     if older_than is None:
         older_than = now - DEFAULT_AGE_MS

@@ -45,6 +45,7 @@ from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.write.data_writer import write_data_files
 from pyice_sql.spark.write.lineage_columns import write_with_lineage
 from pyice_sql.core.commit.cleanup import commit_or_clean
+from pyice_sql.spark.runtime import spark_session_zone
 
 NAME = "rewrite_data_files"
 _IGNORED = ("max-concurrent-file-group-rewrites", "partial-progress.max-commits",
@@ -146,7 +147,7 @@ def rewrite_data_files(ctx: ProcedureContext, args: dict[str, Any]) -> list[tupl
     md = table.metadata
     table_target = int(md.property(props.WRITE_TARGET_FILE_SIZE_BYTES, str(props.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT)))
     sizes = SizeOptions.parse(options, table_target, NAME)
-    where = where_predicate(args["where"], md.schema(), NAME)
+    where = where_predicate(args["where"], md.schema(), NAME, spark_session_zone(ctx.spark))
     return run(ctx, table, sizes, DeleteThresholds.parse(options), where, bool(args["dry_run"]),
                use_starting_sequence=bool_option(options, "use-starting-sequence-number", True, NAME),
                drop_dangling=bool_option(options, "remove-dangling-deletes", True, NAME))

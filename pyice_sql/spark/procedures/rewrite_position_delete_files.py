@@ -36,6 +36,7 @@ from pyice_sql.spark.read.reader import read_position_deletes
 from pyice_sql.spark.write.dv_writer import write_deletion_vectors
 from pyice_sql.spark.write.delete_writer import write_position_deletes
 from pyice_sql.core.commit.cleanup import commit_or_clean
+from pyice_sql.spark.runtime import spark_session_zone
 
 NAME = "rewrite_position_delete_files"
 OPTIONS = (*SIZE_OPTIONS, "partial-progress.enabled", "partial-progress.max-commits",
@@ -88,7 +89,7 @@ def rewrite_position_delete_files(ctx: ProcedureContext, args: dict[str, Any]) -
                                position=ctx.position)
     sizes = SizeOptions.parse(options, int(md.property(props.DELETE_TARGET_FILE_SIZE_BYTES,
                                                        str(props.DELETE_TARGET_FILE_SIZE_BYTES_DEFAULT))), NAME)
-    where = where_predicate(args["where"], md.schema(), NAME)
+    where = where_predicate(args["where"], md.schema(), NAME, spark_session_zone(ctx.spark))
     groups = plan_groups(live_position_deletes(table, where), sizes)
     chosen = [d for g in groups for d in g]
     nbytes = sum(d.entry.data_file.file_size_in_bytes for d in chosen)

@@ -26,9 +26,10 @@ from pyice_sql.core.commit.validation import changes_of
 from pyice_sql.core.errors import AnalysisError, ValidationError
 from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.model.snapshots import Operation, Snapshot, SnapshotRef
-from pyice_sql.spark.procedures.arguments import session_time_zone, timestamp_ms
+from pyice_sql.spark.procedures.arguments import timestamp_ms
 from pyice_sql.spark.procedures.registry import Parameter, ProcedureContext, procedure
 from pyice_sql.core.scan.planner import plan_files
+from pyice_sql.spark.runtime import spark_session_zone
 
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"
 WAP_ID = "wap.id"
@@ -205,7 +206,7 @@ def _rollback_to_snapshot(ctx: ProcedureContext, args: dict[str, Any]) -> Sequen
            "previous_snapshot_id bigint, current_snapshot_id bigint")
 def _rollback_to_timestamp(ctx: ProcedureContext, args: dict[str, Any]) -> Sequence[tuple]:
     table = ctx.load_table(args["table"])
-    ts = timestamp_ms(args["timestamp"], "rollback_to_timestamp", "timestamp", session_time_zone(ctx.spark))
+    ts = timestamp_ms(args["timestamp"], "rollback_to_timestamp", "timestamp", spark_session_zone(ctx.spark))
     previous = _require_current(table, "rollback_to_timestamp")
 
     def change(md: TableMetadata) -> TableMetadata:

@@ -13,8 +13,11 @@ from pyice_sql.core.format.fileio import LocalFileIO, local_path
 from pyice_sql.core.expr.predicates import Expression
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.snapshots import MAIN_BRANCH, Snapshot
+from pyice_sql.core.model.conversions import zoned_instant
+from pyice_sql.core.model.zones import UTC
 from pyice_sql.core.scan.planner import ScanPlan, plan_files
 from pyice_sql.spark.read.reader import read_tasks
+from pyice_sql.spark.runtime import spark_session_zone
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,9 @@ def branch_head(table: Table, branch: str | None) -> Snapshot | None:
     return md.snapshot_by_id(ref.snapshot_id)
 
 
-def parse_timestamp_ms(value: str | int) -> int:
-    """`TIMESTAMP AS OF` accepts epoch millis or an ISO timestamp (UTC unless an offset is given)."""
+def parse_timestamp_ms(value: str | int, zone: dt.tzinfo | None) -> int:
+    """`TIMESTAMP AS OF` accepts epoch millis or an ISO timestamp, read as Spark reads it: in `zone`,
+    the session's time zone, unless it gives an offset."""
     if isinstance(value, int):
         return value
     text = value.strip()
@@ -56,13 +60,16 @@ def parse_timestamp_ms(value: str | int) -> int:
         parsed = dt.datetime.fromisoformat(text.replace(" ", "T") if "T" not in text else text)
     except ValueError as e:
         raise AnalysisError(f"invalid timestamp for TIMESTAMP AS OF: {value!r}") from e
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
-    return int(parsed.timestamp() * 1000)
+    try:
+        return int(zoned_instant(parsed, zone).timestamp() * 1000)
+    except ValueError as e:
+        raise AnalysisError(f"TIMESTAMP AS OF {e}") from None
 
 
-def select_snapshot(table: Table, travel: TimeTravel | None) -> tuple[Snapshot | None, Schema]:
-    """The snapshot to read and the schema to read it with (the snapshot's own when time travelling)."""
+def select_snapshot(table: Table, travel: TimeTravel | None, zone: dt.tzinfo | None = UTC
+                    ) -> tuple[Snapshot | None, Schema]:
+    """The snapshot to read and the schema to read it with (the snapshot's own when time travelling;
+    `zone`: the session's time zone, for a `TIMESTAMP AS OF` without an offset)."""
     md = table.metadata
     if travel is None or (travel.snapshot_id is None and travel.ref is None and travel.timestamp is None):
         return md.current_snapshot(), md.schema()
@@ -81,7 +88,7 @@ def select_snapshot(table: Table, travel: TimeTravel | None) -> tuple[Snapshot |
         if ref.is_branch:  # a branch is read with the table's schema, a tag with its snapshot's (as Iceberg)
             return snap, md.schema()
     else:
-        ms = parse_timestamp_ms(travel.timestamp)
+        ms = parse_timestamp_ms(travel.timestamp, zone)
         snap = md.snapshot_as_of_timestamp(ms)
         if snap is None:
             raise AnalysisError(f"table {table.full_name} has no snapshot at or before {travel.timestamp}")
@@ -93,7 +100,7 @@ def scan(spark: SparkSession, table: Table, row_filter: Expression | None = None
          travel: TimeTravel | None = None, with_metadata: bool = False,
          lineage: bool = False) -> tuple[DataFrame, ScanPlan]:
     """`lineage` adds `_row_id` and `_last_updated_sequence_number` (format v3 tables only)."""
-    snapshot, schema = select_snapshot(table, travel)
+    snapshot, schema = select_snapshot(table, travel, spark_session_zone(spark) if travel is not None else UTC)
     plan = plan_files(table.metadata, table.io, snapshot, row_filter)
     check_files_exist(table, plan)
     if lineage and table.metadata.format_version >= 3:

@@ -18,12 +18,13 @@ A statement that changes nothing commits nothing. The result is one row of metri
 """
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import math
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from pyspark.sql import Column, DataFrame, functions as F
+from pyspark.sql import Column, DataFrame, functions as F, types as T
 from sqlglot import exp
 
 from pyice_sql.core import properties as props
@@ -43,7 +44,8 @@ from pyice_sql.core.errors import AnalysisError, CardinalityError
 from pyice_sql.core.expr.evaluators import rows_must_match
 from pyice_sql.core.expr.from_sql import target_columns, to_predicate
 from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, gt_eq, in_, lt_eq
-from pyice_sql.core.model.conversions import to_internal
+from pyice_sql.core.model.conversions import to_internal, zoned_instant
+from pyice_sql.core.model.types import IcebergType, type_kind
 from pyice_sql.core.model.manifest import DataFile
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.core.plan import builder
@@ -64,6 +66,7 @@ from pyice_sql.spark.read.row_lineage import read_with_lineage
 from pyice_sql.spark.frames import column, function, select_sql, with_columns
 from pyice_sql.spark.local_relation import values
 from pyice_sql.spark.read.table_scan import branch_head
+from pyice_sql.spark.runtime import spark_session_zone
 from pyice_sql.spark.schema import frame_schema, schema_to_spark
 from pyice_sql.core.sql import statements as st
 from pyice_sql.spark.rowlevel.context import (
@@ -117,6 +120,8 @@ class RowLevelExecutor:
         self._temp: list[str] = []
         self._persisted: list[DataFrame] = []
         self.evolution: Evolution | None = None  # MERGE WITH SCHEMA EVOLUTION that adds columns
+        # the session's time zone, which reads the statement's timestamps written without an offset
+        self.zone = spark_session_zone(self.spark)
 
     # --- entry points -------------------------------------------------------------------------
     def plan(self, stmt: st.Merge | st.Update | st.Delete) -> tuple[Table, RowLevelPlan, DataFrame | None]:
@@ -139,7 +144,7 @@ class RowLevelExecutor:
         ctx = RuleContext(schema, table.metadata.properties, self._target_column(plan, schema, source_cols),
                           self._source_column(plan, source_cols),
                           lambda: source is None or analyzed_deterministic(source),
-                          lambda: source is not None and within_broadcast_threshold(source))
+                          lambda: source is not None and within_broadcast_threshold(source), self.zone)
         return table, apply_rules(plan, ctx), source
 
     def run(self, stmt: st.Merge | st.Update | st.Delete) -> DmlResult:
@@ -161,7 +166,7 @@ class RowLevelExecutor:
                     key_filter = key_row_filter(plan.source_key_columns, schema, source.schema, *found,
                                                 integral_range=shim_key_range(self.spark) if found[1] else None)
                 if prunes:
-                    narrowed = _narrowed(plan, schema, *found)
+                    narrowed = _narrowed(plan, schema, *found, source.schema, self.zone)
                     if narrowed is not plan:
                         plan, scan = narrowed, plan_files(table.metadata, table.io, start, narrowed.scan_filter)
             return self._execute(table, plan, source, scan, key_filter)
@@ -603,7 +608,8 @@ class RowLevelExecutor:
         if plan.where is None:
             strict: Expression = AlwaysTrue()
         else:
-            strict = to_predicate(plan.where, target_columns(schema, _qualifiers(plan)), schema, "strict")
+            strict = to_predicate(plan.where, target_columns(schema, _qualifiers(plan)), schema, "strict",
+                                  zone=self.zone)
         must_match = rows_must_match(schema, md.spec_by_id, strict)
         whole, rest = [], []
         for t in scan.tasks:
@@ -689,21 +695,25 @@ def result_frame(spark, result: DmlResult) -> DataFrame:
     return values(spark, dict.fromkeys(row, "bigint"), [tuple(row.values())])
 
 
-def _narrowed(plan: RowLevelPlan, schema, keys: dict[str, list], ranges: dict[str, tuple]) -> RowLevelPlan:
+def _narrowed(plan: RowLevelPlan, schema, keys: dict[str, list], ranges: dict[str, tuple],
+              source: T.StructType, zone: dt.tzinfo | None) -> RowLevelPlan:
     """`plan` with its target scan narrowed to the files that may hold the source's key values or
-    range (`RowLevelExecutor._source_keys`)."""
+    range (`RowLevelExecutor._source_keys`), collected from `source`."""
     extra: Expression = AlwaysTrue()
-    for t_col, _ in plan.source_key_columns:
+    types = {f.name.lower(): f.dataType for f in source.fields}
+    for t_col, s_col in plan.source_key_columns:
         if any(isinstance(v, float) and math.isnan(v) for v in ranges.get(t_col, keys.get(t_col, ()))):
             continue  # Spark orders NaN above every number: no bound of file statistics to test
         field = schema.find_field(t_col)
+
+        def internal(v, source_type=types.get(s_col.lower())):
+            return to_internal(field.type, _key_instant(v, source_type, field.type, zone))
         try:
             if t_col in ranges:
                 lo, hi = ranges[t_col]
-                pred: Expression = And(gt_eq(field.name, to_internal(field.type, lo)),
-                                       lt_eq(field.name, to_internal(field.type, hi)))
+                pred: Expression = And(gt_eq(field.name, internal(lo)), lt_eq(field.name, internal(hi)))
             else:  # no non-null key gives an empty list: `=` can match nothing
-                pred = in_(field.name, [to_internal(field.type, v) for v in keys[t_col]])
+                pred = in_(field.name, [internal(v) for v in keys[t_col]])
         except (ValueError, TypeError):
             continue  # key type differs from the target column's: no pruning from it
         extra = And(extra, pred)
@@ -711,6 +721,18 @@ def _narrowed(plan: RowLevelPlan, schema, keys: dict[str, list], ranges: dict[st
         return plan
     return plan.with_(scan_filter=And(plan.scan_filter, extra),
                       filters=plan.filters + (PruningFilter(extra, "source join-key values/range (runtime)"),))
+
+
+def _key_instant(value, source_type: T.DataType | None, target: IcebergType, zone: dt.tzinfo | None):
+    """A source key value collected into Python, as the join compares it with a `timestamptz` target
+    column: pyspark hands a TIMESTAMP over as the naive wall clock of the Python process's local
+    zone (the instant is that), a TIMESTAMP_NTZ as its own wall clock, which the join reads in the
+    session's `zone`. Other values are what they are."""
+    if not isinstance(value, dt.datetime) or value.tzinfo is not None:
+        return value
+    if isinstance(source_type, T.TimestampType):
+        return value.astimezone(dt.timezone.utc)
+    return zoned_instant(value, zone) if type_kind(target) == "timestamptz" else value
 
 
 def _ranged_by_row_count(plan: RowLevelPlan, source: DataFrame) -> bool:
