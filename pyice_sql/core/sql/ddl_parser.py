@@ -25,7 +25,7 @@ from pyice_sql.core.sql.statements import (
 )
 
 _TRANSFORMS = {
-    "bucket": "bucket", "truncate": "truncate", "years": "year", "year": "year",
+    "identity": "identity", "bucket": "bucket", "truncate": "truncate", "years": "year", "year": "year",
     "months": "month", "month": "month", "days": "day", "day": "day", "date": "day",
     "hours": "hour", "hour": "hour", "date_hour": "hour",
 }

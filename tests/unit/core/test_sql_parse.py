@@ -166,6 +166,8 @@ T = ref("cat.db.t")
      AlterTableAddPartitionField(T, PartitionTransform("truncate", "s.name", 4))),
     ("ALTER TABLE cat.db.t ADD PARTITION FIELD years(ts)",
      AlterTableAddPartitionField(T, PartitionTransform("year", "ts"))),
+    ("ALTER TABLE cat.db.t ADD PARTITION FIELD identity(shard)",  # Spark's spelling of a bare column
+     AlterTableAddPartitionField(T, PartitionTransform("identity", "shard"))),
     ("ALTER TABLE cat.db.t DROP PARTITION FIELD shard",
      AlterTableDropPartitionField(T, PartitionTransform("identity", "shard"))),
     ("ALTER TABLE cat.db.t DROP PARTITION FIELD days(ts)",
