@@ -13,10 +13,11 @@
    the same on a twin; Java then MERGEs into our table and we read its delete files.
 3. Peer regression traps (in the `traps` scenarios): NOT MATCHED BY SOURCE vs pruning, a MERGE
    whose conditions are all false commits nothing, insert-only duplicate source rows, whole
-   partition DELETE in metadata only, and two places where we hold SQL semantics and the
+   partition DELETE in metadata only, and places where we hold SQL semantics and the
    reference does not (reported as warnings): `p <> 'a'` keeps rows whose p IS NULL (Java
-   deletes them), and a target row matched twice by a MERGE with only NOT MATCHED BY SOURCE
-   clauses stays once (Java's copy-on-write writes it twice).
+   deletes them), a target row matched twice by a MERGE with only NOT MATCHED BY SOURCE
+   clauses stays once (Java's copy-on-write writes it twice), and (`stats_traps`) NaN is above
+   every number and `n <> 5` leaves a file of NULL n (Java decides both by file statistics).
 4. Two writers racing on one table: disjoint MERGEs both land; conflicting UPDATEs lose nothing.
 """
 from __future__ import annotations
@@ -266,6 +267,21 @@ SCENARIOS = [
              "WHEN NOT MATCHED BY SOURCE AND t.p IS NOT NULL THEN DELETE",
              sql_semantics=lambda r: r[0] == 2 or r[2] is None,
              note="a target row matched twice with no WHEN MATCHED clause stays once"),
+    ]),
+    # --- where Iceberg Java's file statistics decide a row SQL decides otherwise: Spark orders NaN
+    #     above every number (Java's bounds leave NaN out, so it keeps the NaN rows of `x > 1.5`), and
+    #     `n <> 5` is not true where n IS NULL (Java's strict metrics take a file of NULLs as all
+    #     matching and, when every file left matches so, deletes them in metadata). Files: A (n NULL,
+    #     x 1.0 and NaN), B (n 6 and 7), C (n 8, only NaN in x).
+    S("stats_traps", "id int, n int, x double", None, [
+        "INSERT INTO {t} VALUES (1, NULL, 1.0), (2, NULL, double('NaN'))",
+        "INSERT INTO {t} VALUES (3, 6, 0.0), (4, 7, 2.0)",
+        "INSERT INTO {t} VALUES (5, 8, double('NaN'))",
+    ], [
+        Step("DELETE FROM {t} WHERE x > 1.5", sql_semantics=lambda r: r[2] is None or (r[2] != "NaN" and r[2] <= 1.5),
+             note="NaN > 1.5 is true in Spark"),
+        Step("DELETE FROM {t} WHERE n <> 5", sql_semantics=lambda r: r[1] is None or r[1] == 5,
+             note="NULL <> 5 is not true: rows with n IS NULL stay"),
     ]),
     # --- ON with target-only and source-only conjuncts (pruning from ON), MATCHED conditions
     S("on_filters", BASE, "p", [
