@@ -264,7 +264,7 @@ def test_random_dml(ice, reference, tb: Table):
     schema, before = frame.schema, frame.collect()
     assert_same_rows(sort_rows(reference.result(rows_i)["rows"]), sort_rows(list(r) for r in before),
                      f"{tb.name}: after setup")
-    java_in_step = True
+    java_twin_agrees = True
     for k, (st, (j_stmt, j_rows)) in enumerate(zip(tb.steps, tb.java_steps)):
         sql = st.sql.format(t=t)
         what = f"{tb.name} (seeds {SEEDS}) step {k + 1}: {sql}\n  table: {tb.create.format(t=t)}"
@@ -287,11 +287,11 @@ def test_random_dml(ice, reference, tb: Table):
                 metric = "num_deleted_rows" if st.kind == "delete" else "num_updated_rows"
                 assert result[0][metric] == changed, f"{what}: {metric} {result[0][metric]}, SQL changes {changed}"
             assert_same_rows(truth, ours, f"{what}: pyice vs SQL's answer")
-            if java_in_step and java != truth:
-                java_in_step = False
+            if java_twin_agrees and java != truth:
+                java_twin_agrees = False
                 warnings.warn(f"Iceberg Java's answer differs from SQL's on `{sql}` ({tb.name}): it left "
                               f"{json.dumps(java)[:400]}", stacklevel=1)
-        elif java_in_step:
+        elif java_twin_agrees:
             assert (error is None) == ("error" not in java_stmt), \
                 f"{what}: pyice {'failed: ' + str(error)[:300] if error else 'accepted it'}; the reference " \
                 f"{'failed: ' + java_stmt['error'][:300] if 'error' in java_stmt else 'accepted it'}"
