@@ -9,8 +9,9 @@ and write-mode switches between statements.
 
 Truth for each statement, independent of pyice:
 - DELETE and UPDATE: Spark itself, evaluating the statement's condition and values over our rows
-  before it (`SELECT ... FROM before WHERE NOT coalesce(cond, false)`, `CASE WHEN cond THEN value
-  ELSE column END`). Iceberg Java is not the truth there: where its file statistics decide (a
+  before it (the rows `WHERE NOT coalesce(cond, false)`, and for an UPDATE the others with its
+  values cast to the column types), and the count of rows the condition holds for against the
+  statement's num_deleted_rows / num_updated_rows. Iceberg Java is not the truth there: where its file statistics decide (a
   file of NULLs under `n <> 5`, a NULL partition under `p < 'c'`; README "How it works") it
   deletes rows SQL keeps. Such a divergence is reported as a warning, and that table's Java twin
   is not compared again.
@@ -124,7 +125,7 @@ class Generator:
             picked.setdefault(column, value)
         return tuple(picked.items())
 
-    def table(self, name: str) -> tuple[str, list[str]]:
+    def table(self) -> tuple[str, list[str]]:
         """(CREATE TABLE with {t}, the INSERTs that fill it)."""
         r = self.r
         part = r.choice(PARTITIONINGS)
@@ -205,7 +206,7 @@ def _tables() -> list[Table]:
     for seed in SEEDS:
         gen = Generator(seed)
         for k in range(TABLES_PER_SEED):
-            create, inserts = gen.table(f"rnd{seed}_{k}")
+            create, inserts = gen.table()
             tables.append(Table(f"rnd{seed}_{k}", create, inserts, [gen.statement() for _ in range(STEPS)], [], []))
     return tables
 
