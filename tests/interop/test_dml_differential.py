@@ -228,6 +228,9 @@ SCENARIOS = [
         Step("MERGE INTO {t} t USING (SELECT * FROM VALUES (2,'x'),(2,'y') AS s(id, v)) s ON t.id = s.id "
              "WHEN MATCHED AND s.v = 'never' THEN DELETE WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)",
              error="cardinality", note="checked on every matched pair, whatever the clause conditions"),
+        Step("MERGE INTO {t} t USING (SELECT * FROM VALUES (2,'x'),(2,'y') AS s(id, v)) s ON t.id = s.id "
+             "WHEN MATCHED AND t.v = 'never' THEN DELETE",
+             error="cardinality", note="a target-only MATCHED condition must not prune the row away"),
         Step("MERGE INTO {t} t USING (SELECT * FROM VALUES (3), (3) AS s(id)) s ON t.id = s.id "
              "WHEN MATCHED THEN DELETE",
              metrics=dict(num_deleted_rows=1), note="a lone unconditional DELETE is unambiguous: no cardinality check"),

@@ -5,9 +5,9 @@ decides that a source row is NOT MATCHED. So, from the semantics:
   - UPDATE / DELETE: the WHERE clause.
   - MERGE: rows that may satisfy ON (its target-only parts; plus, at run time, the ranges of
     the source's join keys — see `source_key_columns`);
-  - WHEN MATCHED conditions narrow it further only when there is neither a NOT MATCHED clause
-    (a pruned target row would make its source row look unmatched and get inserted twice)
-    nor a NOT MATCHED BY SOURCE clause;
+  - WHEN MATCHED conditions never narrow it: a target row no clause acts on still counts for
+    the cardinality check (two source rows matching it are an error, as in Spark and Iceberg
+    Java), and with a NOT MATCHED clause a pruned row would make its source row look unmatched;
   - NOT MATCHED BY SOURCE clauses widen it: their conditions are OR-ed in, and an
     unconditional one turns pruning off (peers lost data by pruning these rows away).
 Parts of a condition that cannot be translated into an Iceberg predicate count as "may
@@ -21,10 +21,10 @@ from typing import Callable
 from sqlglot import exp
 
 from pyice_sql.core.expr.from_sql import TargetColumn, split_conjuncts, to_predicate
-from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, Or
+from pyice_sql.core.expr.predicates import AlwaysTrue, Expression, Or
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.zones import UTC
-from pyice_sql.core.plan.nodes import MATCHED, NOT_MATCHED_BY_SOURCE, PruningFilter, RowLevelPlan
+from pyice_sql.core.plan.nodes import NOT_MATCHED_BY_SOURCE, PruningFilter, RowLevelPlan
 
 
 def _condition_filter(conditions: list[exp.Expression | None], is_target: TargetColumn, schema: Schema,
@@ -71,11 +71,5 @@ def prune_target(plan: RowLevelPlan, schema: Schema, is_target: TargetColumn,
         scan = Or(scan, widen)
         return plan.with_(scan_filter=scan, filters=tuple(filters), source_key_columns=keys,
                           prune_by_source_keys=False)
-    if not plan.has_not_matched:
-        matched = [i.condition for i in plan.instructions if i.kind == MATCHED]
-        if matched and all(c is not None for c in matched):
-            narrow = _condition_filter(matched, is_target, schema, zone)
-            filters.append(PruningFilter(narrow, "WHEN MATCHED conditions (no NOT MATCHED clause)"))
-            scan = And(scan, narrow)
     return plan.with_(scan_filter=scan, filters=tuple(filters), source_key_columns=keys,
                       prune_by_source_keys=bool(keys))
