@@ -11,11 +11,18 @@ Truth for each statement, independent of pyice:
 - DELETE and UPDATE: Spark itself, evaluating the statement's condition and values over our rows
   before it (the rows `WHERE NOT coalesce(cond, false)`, and for an UPDATE the others with its
   values cast to the column types), and the count of rows the condition holds for against the
-  statement's num_deleted_rows / num_updated_rows. Iceberg Java is not the truth there: where its file statistics decide (a
-  file of NULLs under `n <> 5`, a NULL partition under `p < 'c'`; README "How it works") it
-  deletes rows SQL keeps. Such a divergence is reported as a warning, and that table's Java twin
-  is not compared again.
-- INSERT, MERGE and the DDL: Iceberg Java running the same statements on its own twin table.
+  statement's num_deleted_rows / num_updated_rows.
+- MERGE: Spark evaluating its ON condition, each clause's condition and each clause's values
+  over the rows before it and its source's rows, the clauses applied in SQL's order by this test
+  (`_merge_answer`); the counts against num_updated/deleted/inserted_rows. A target row with two
+  pairs is an error (but under one unconditional WHEN MATCHED DELETE), as is a clause order or a
+  missing condition Spark's grammar refuses. Where Spark fails to evaluate some clause's values
+  for a pair (the MERGE itself might not compute them), Iceberg Java's twin decides instead.
+  Iceberg Java is not the truth for these: where its file statistics decide (a file of NULLs
+  under `n <> 5`, a NULL partition under `p < 'c'`; README "How it works") it deletes rows SQL
+  keeps. Such a divergence is reported as a warning, and that table's Java twin is not compared
+  again.
+- INSERT and the DDL: Iceberg Java running the same statements on its own twin table.
 NaN is left out of the data: Spark and Java order it differently (test_dml_differential.py's
 `stats_traps`), which would make every comparison on a double column Java-dependent.
 
@@ -27,9 +34,11 @@ import json
 import os
 import random
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StructField, StructType
 
 from tests.interop.engines import assert_same_rows, sort_rows
 from tests.interop.ref_batch import ReferenceBatch
@@ -57,15 +66,34 @@ LITERALS = {
 }
 
 
+KINDS = ("matched", "not matched", "by source")  # MERGE clause kinds, in the order Spark's grammar takes them
+WHEN = {"matched": "MATCHED", "not matched": "NOT MATCHED", "by source": "NOT MATCHED BY SOURCE"}
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One MERGE clause: `kind` (matched | not matched | by source), its condition (None:
+    none), its action (delete | update | insert) and the values it assigns (column -> SQL)."""
+
+    kind: str
+    cond: str | None
+    action: str
+    values: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass(frozen=True)
 class Statement:
-    """One random statement: `sql` with {t} for the table; for DELETE / UPDATE also what Spark
-    needs to compute SQL's answer (`cond`, and the UPDATE's `assignments` column -> value)."""
+    """One random statement: `sql` with {t} for the table, and what Spark needs to compute SQL's
+    answer: a DELETE's or UPDATE's `cond` (and the UPDATE's `assignments` column -> value); a
+    MERGE's `source` query, `on` condition and `clauses`."""
 
     sql: str
-    kind: str  # delete | update | other
+    kind: str  # delete | update | merge | other
     cond: str = "true"
     assignments: tuple[tuple[str, str], ...] = ()
+    source: str = ""
+    on: str = ""
+    clauses: tuple[Clause, ...] = ()
 
 
 class Generator:
@@ -159,9 +187,9 @@ class Generator:
             return Statement(f"UPDATE {{t}} SET {_sets(sets)} WHERE {cond}", "update", cond, sets)
         if k == 6:
             return Statement(f"INSERT INTO {{t}} VALUES {self.values(1, 3)}", "other")
-        return Statement(self.merge(), "other")
+        return self.merge()
 
-    def merge(self) -> str:
+    def merge(self) -> Statement:
         r = self.r
         if r.random() < .7:
             source = f"(SELECT * FROM VALUES {self.values(1, 5)} AS s({', '.join(NAMES)}))"
@@ -169,22 +197,33 @@ class Generator:
             source = f"(SELECT {', '.join(NAMES)} FROM {{t}} WHERE {self.cond()})"
         on = r.choice(["t.id = s.id", "t.id = s.id", "t.id = s.id AND t.p = s.p", "t.id = s.id AND s.n > 0",
                        "t.id <=> s.id"])
-        clauses = []
-        for _ in range(r.randint(1, 3)):
+        every = tuple((c, f"s.{c}") for c in NAMES)
+        drawn = []
+        for _ in range(r.randint(1, 4)):
             kind = r.choice(["matched", "matched", "not matched", "not matched", "by source"])
             side = {"matched": r.choice(["t.", "s."]), "not matched": "s.", "by source": "t."}[kind]
-            cond = f" AND {self.cond(side)}" if r.random() < .5 else ""
+            cond = self.cond(side) if r.random() < .5 else None
             if kind == "matched":
-                action = r.choice(["DELETE", f"UPDATE SET {_sets(self.assignments('t.', 's.'))}",
-                                   "UPDATE SET *"])
-                clauses.append(f"WHEN MATCHED{cond} THEN {action}")
+                sets = self.assignments("t.", "s.")
+                text, action, values = r.choice([("DELETE", "delete", ()), (f"UPDATE SET {_sets(sets)}", "update", sets),
+                                                 ("UPDATE SET *", "update", every)])
             elif kind == "not matched":
-                action = r.choice(["INSERT *", "INSERT (id, v, p) VALUES (s.id, s.v, 'ins')"])
-                clauses.append(f"WHEN NOT MATCHED{cond} THEN {action}")
+                text, action, values = r.choice([("INSERT *", "insert", every),
+                                                 ("INSERT (id, v, p) VALUES (s.id, s.v, 'ins')", "insert",
+                                                  (("id", "s.id"), ("v", "s.v"), ("p", "'ins'")))])
             else:
-                action = r.choice(["DELETE", f"UPDATE SET {_sets(self.assignments('t.'))}"])
-                clauses.append(f"WHEN NOT MATCHED BY SOURCE{cond} THEN {action}")
-        return f"MERGE INTO {{t}} t USING {source} s ON {on} " + " ".join(clauses)
+                sets = self.assignments("t.")
+                text, action, values = r.choice([("DELETE", "delete", ()), (f"UPDATE SET {_sets(sets)}", "update", sets)])
+            drawn.append((side, Clause(kind, cond, action, values), text))
+        if r.random() < .85:  # mostly in the order Spark's grammar takes, each kind's last alone unconditional
+            drawn.sort(key=lambda d: KINDS.index(d[1].kind))
+            for k, (side, c, text) in enumerate(drawn):
+                if c.cond is None and k + 1 < len(drawn) and drawn[k + 1][1].kind == c.kind:
+                    drawn[k] = (side, replace(c, cond=self.cond(side)), text)
+        clauses = tuple(c for _, c, _ in drawn)
+        texts = [f"WHEN {WHEN[c.kind]}{f' AND {c.cond}' if c.cond else ''} THEN {text}" for _, c, text in drawn]
+        sql = f"MERGE INTO {{t}} t USING {source} s ON {on} " + " ".join(texts)
+        return Statement(sql, "merge", source=source, on=on, clauses=clauses)
 
 
 def _sets(assignments) -> str:
@@ -252,6 +291,97 @@ def _sql_answer(ice, before, schema, st: Statement) -> tuple[list, int]:
         ice.spark.catalog.dropTempView(view)
 
 
+class CardinalityError(Exception):
+    """SQL's answer to a MERGE is an error: a target row matched by two source rows."""
+
+
+def _rejected(st: Statement) -> str | None:
+    """Why Spark's SQL rejects a MERGE before running it, if it does: its clauses must come in
+    the order MATCHED, NOT MATCHED, NOT MATCHED BY SOURCE, and only the last of a kind may
+    omit its condition."""
+    order = [KINDS.index(c.kind) for c in st.clauses]
+    if order != sorted(order):
+        return "must come before"
+    for kind in KINDS:
+        if any(c.cond is None for c in [c for c in st.clauses if c.kind == kind][:-1]):
+            return "omit"
+    return None
+
+
+def _merge_answer(ice, before, schema, st: Statement) -> tuple[list, dict]:
+    """SQL's rows after a MERGE and its counts (num_updated_rows, ...), from Spark's evaluation
+    of the ON condition, each clause's condition and each clause's values over the rows before
+    it (target `t`, source `s`: the source's rows taken once, so each keeps one id), the clauses
+    then applied in order here: a matched target row by the first MATCHED clause that holds for
+    its pair, an unmatched one by the first NOT MATCHED BY SOURCE clause, an unmatched source row
+    by the first NOT MATCHED clause. Where a target row has two pairs and there are MATCHED
+    clauses other than one unconditional DELETE, the answer is an error (Spark's and Iceberg's
+    cardinality rule)."""
+    spark = ice.spark
+    view, t_view, s_view = "random_merge_before", "random_merge_target", "random_merge_source"
+    spark.createDataFrame(before, schema).createOrReplaceTempView(view)
+    try:
+        with_rid = StructType([*schema.fields, StructField("__rid", IntegerType())])
+        spark.createDataFrame([(*r, i) for i, r in enumerate(before)], with_rid).createOrReplaceTempView(t_view)
+        source = spark.sql(f"SELECT * FROM {st.source.replace('{t}', view)}")
+        source.withColumn("__sid", F.monotonically_increasing_id()).localCheckpoint().createOrReplaceTempView(s_view)
+
+        def row(alias: str, values: tuple[tuple[str, str], ...]) -> str:
+            given = dict(values)
+            return "struct(" + ", ".join(f"CAST({given[c]} AS {TYPES[c]})" if c in given
+                                         else (f"{alias}.{c}" if alias == "t" else f"CAST(NULL AS {TYPES[c]})")
+                                         for c in NAMES) + ")"
+
+        def facts(kind: str, alias: str) -> str:
+            """Per clause of `kind`: whether its condition holds, and the row its action makes."""
+            return ", ".join(f"coalesce({c.cond or 'true'}, false), {row(alias, c.values)}"
+                             for c in st.clauses if c.kind == kind) or "true"
+
+        def first(fact_row, kind: str, offset: int):
+            """The first clause of `kind` that holds (and its row), from `fact_row[offset:]`."""
+            mine = [c for c in st.clauses if c.kind == kind]
+            for k, c in enumerate(mine):
+                if fact_row[offset + 2 * k]:
+                    return c, list(fact_row[offset + 2 * k + 1])
+            return None, None
+
+        pairs = spark.sql(f"SELECT t.__rid, {facts('matched', 't')} FROM {t_view} t JOIN {s_view} s "
+                          f"ON {st.on}").collect()
+        paired_sources = {r[0] for r in spark.sql(f"SELECT DISTINCT s.__sid FROM {t_view} t JOIN {s_view} s "
+                                                  f"ON {st.on}").collect()}
+        alone = spark.sql(f"SELECT t.__rid, {facts('by source', 't')} FROM {t_view} t ORDER BY t.__rid").collect()
+        sources = spark.sql(f"SELECT s.__sid, {facts('not matched', 's')} FROM {s_view} s").collect()
+    finally:
+        for v in (view, t_view, s_view):
+            spark.catalog.dropTempView(v)
+    matched = [c for c in st.clauses if c.kind == "matched"]
+    checked = bool(matched) and not (len(matched) == 1 and matched[0].action == "delete" and matched[0].cond is None)
+    by_target: dict[int, list] = {}
+    for p in pairs:
+        by_target.setdefault(p[0], []).append(p)
+    if checked and any(len(ps) > 1 for ps in by_target.values()):
+        raise CardinalityError()
+    rows, counts = [], {"num_updated_rows": 0, "num_deleted_rows": 0, "num_inserted_rows": 0}
+    for rid, fact_row in enumerate(alone):
+        assert fact_row[0] == rid
+        clause, new = (first(by_target[rid][0], "matched", 1) if rid in by_target
+                       else first(fact_row, "by source", 1))
+        if clause is None:
+            rows.append(list(before[rid]))
+        elif clause.action == "delete":
+            counts["num_deleted_rows"] += 1
+        else:
+            rows.append(new)
+            counts["num_updated_rows"] += 1
+    for fact_row in sources:
+        if fact_row[0] not in paired_sources:
+            clause, new = first(fact_row, "not matched", 1)
+            if clause is not None:
+                rows.append(new)
+                counts["num_inserted_rows"] += 1
+    return sort_rows(rows), counts
+
+
 @pytest.mark.parametrize("tb", TABLES, ids=[tb.name for tb in TABLES])
 def test_random_dml(ice, reference, tb: Table):
     t = f"local.db.{tb.name}"
@@ -277,6 +407,7 @@ def test_random_dml(ice, reference, tb: Table):
         after = ice.sql(f"SELECT * FROM {t}").collect()
         ours, java_stmt = sort_rows(list(r) for r in after), reference.result(j_stmt)
         java = sort_rows(reference.result(j_rows)["rows"])
+        truth = None
         if st.kind in ("delete", "update"):
             try:
                 truth, changed = _sql_answer(ice, before, schema, st)
@@ -287,6 +418,23 @@ def test_random_dml(ice, reference, tb: Table):
                 assert error is None, f"{what}: pyice failed: {type(error).__name__}: {error}"
                 metric = "num_deleted_rows" if st.kind == "delete" else "num_updated_rows"
                 assert result[0][metric] == changed, f"{what}: {metric} {result[0][metric]}, SQL changes {changed}"
+        elif st.kind == "merge" and _rejected(st):
+            assert error is not None and _rejected(st) in str(error), f"{what}: pyice {error or 'accepted it'}"
+            truth = sort_rows(list(r) for r in before)
+        elif st.kind == "merge":
+            try:
+                truth, counts = _merge_answer(ice, before, schema, st)
+            except CardinalityError:
+                assert error is not None and "more than one source row" in str(error), \
+                    f"{what}: a target row matches two source rows; pyice {error or 'accepted it'}"
+                truth = sort_rows(list(r) for r in before)
+            except Exception:  # noqa: BLE001 - a clause's values fail for a pair it does not act on: Java decides
+                truth = None
+            else:
+                assert error is None, f"{what}: pyice failed: {type(error).__name__}: {error}"
+                got = {k: result[0][k] for k in counts}
+                assert got == counts, f"{what}: pyice counts {got}, SQL's {counts}"
+        if truth is not None:
             assert_same_rows(truth, ours, f"{what}: pyice vs SQL's answer")
             if java_twin_agrees and java != truth:
                 java_twin_agrees = False
