@@ -195,6 +195,9 @@ class Generator:
             source = f"(SELECT * FROM VALUES {self.values(1, 5)} AS s({', '.join(NAMES)}))"
         else:
             source = f"(SELECT {', '.join(NAMES)} FROM {{t}} WHERE {self.cond()})"
+        if r.random() < .25:  # a key of another type than the target's: the join and the key pruning coerce it
+            key = r.choice(["bigint", "smallint", "double", "decimal(12, 2)"])
+            source = f"(SELECT CAST(id AS {key}) AS id, {', '.join(NAMES[1:])} FROM {source} AS k)"
         on = r.choice(["t.id = s.id", "t.id = s.id", "t.id = s.id AND t.p = s.p", "t.id = s.id AND s.n > 0",
                        "t.id <=> s.id"])
         every = tuple((c, f"s.{c}") for c in NAMES)
@@ -205,7 +208,8 @@ class Generator:
             cond = self.cond(side) if r.random() < .5 else None
             if kind == "matched":
                 sets = self.assignments("t.", "s.")
-                text, action, values = r.choice([("DELETE", "delete", ()), (f"UPDATE SET {_sets(sets)}", "update", sets),
+                text, action, values = r.choice([("DELETE", "delete", ()),
+                                                 (f"UPDATE SET {_sets(sets)}", "update", sets),
                                                  ("UPDATE SET *", "update", every)])
             elif kind == "not matched":
                 text, action, values = r.choice([("INSERT *", "insert", every),
@@ -213,7 +217,8 @@ class Generator:
                                                   (("id", "s.id"), ("v", "s.v"), ("p", "'ins'")))])
             else:
                 sets = self.assignments("t.")
-                text, action, values = r.choice([("DELETE", "delete", ()), (f"UPDATE SET {_sets(sets)}", "update", sets)])
+                text, action, values = r.choice([("DELETE", "delete", ()),
+                                                 (f"UPDATE SET {_sets(sets)}", "update", sets)])
             drawn.append((side, Clause(kind, cond, action, values), text))
         if r.random() < .85:  # mostly in the order Spark's grammar takes, each kind's last alone unconditional
             drawn.sort(key=lambda d: KINDS.index(d[1].kind))
