@@ -437,7 +437,7 @@ def test_random_dml(ice, reference, tb: Table):
                 truth = None
             else:
                 assert error is None, f"{what}: pyice failed: {type(error).__name__}: {error}"
-                got = {k: result[0][k] for k in counts}
+                got = {name: result[0][name] for name in counts}
                 assert got == counts, f"{what}: pyice counts {got}, SQL's {counts}"
         if truth is not None:
             assert_same_rows(truth, ours, f"{what}: pyice vs SQL's answer")
