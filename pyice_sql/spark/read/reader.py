@@ -168,7 +168,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     for t in tasks:
         key = id(t.written_schema)
         if key not in read_schemas:
-            read_schemas[key] = (_promoted_read_schema(schema, t.written_schema),
+            read_schemas[key] = (_file_read_schema(schema, t.written_schema),
                                  frozenset(f.field_id for f in read_as_initial_default(schema, t.written_schema)))
         groups.setdefault(read_schemas[key], []).append(t.file.file_path)
     row_identity = with_metadata or bool(deletes)
@@ -228,7 +228,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
             frames.append(part if direct else select_sql(part, names + (_ROW_ID if row_identity else [])))
             continue
         cols = [F.col(n) for n in names] if read_schema is None else [
-            F.col(n).cast(to_spark_type(f.type, with_ids=False)).alias(f.name) for n, f in zip(names, schema.fields)]
+            _as_current(r, f) for r, f in zip(read_schema.fields, schema.fields)]
         cols = [F.expr(default_sql(f.type, f.initial_default, f.name).sql(dialect="spark")).alias(f.name)
                 if f.field_id in defaulted else c for c, f in zip(cols, schema.fields)]
         frames.append(part.select(*cols, *[F.expr(e) for e in (_ROW_ID if row_identity else [])]))
@@ -269,33 +269,62 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     return select_sql(data, names + [quote(c) for c in extra])
 
 
-def _promoted_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
-    """`schema` with each type-promoted column (int → long, float → double, wider decimal) at the type
-    the file was written with, so Spark can read the file (it cannot widen Parquet types itself);
-    None when no column of `schema` changed type since `written`."""
+def _file_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
+    """`schema` as files written with schema `written` hold it, for Spark to read them by: each
+    field (at any depth) under the name it was written with, a renamed one included, and at the
+    type it was written with where it has been promoted since (int → long, float → double, wider
+    decimal: Spark cannot widen Parquet types itself); a field added since under a name another
+    field had then, under a name no file holds (so it reads NULL). None when that is `schema` itself.
+
+    Spark matches a table without lists and maps by field id (`schema_to_spark`'s ids) and any
+    other by name, and it pushes a filter into the Parquet reader by name either way: requested
+    by their current names, a renamed column read NULL from older files of a table with a list or
+    map, and a filter on a column named as another one was when the file was written (columns
+    whose names were swapped, a field dropped and added again) skipped row groups by that other
+    column's statistics. The caller renames the columns back (`_as_current`)."""
     if written is None or written is schema:
         return None
     old = written.id_to_field()
     changed = False
 
-    def at_written_type(t: it.IcebergType, field_id: int | None) -> it.IcebergType:
+    def at_written(t: it.IcebergType, field_id: int | None) -> it.IcebergType:
         nonlocal changed
         if isinstance(t, it.StructType):
-            return it.StructType(tuple(dataclasses.replace(f, type=at_written_type(f.type, f.field_id))
-                                       for f in t.fields))
+            held = old.get(field_id) if field_id is not None else None
+            held_type = held.type if held is not None else None
+            names = {f.name.lower() for f in held_type.fields} if isinstance(held_type, it.StructType) else set()
+            return it.StructType(tuple(as_written(f, names) for f in t.fields))
         if isinstance(t, it.ListType):
-            return dataclasses.replace(t, element=at_written_type(t.element, t.element_id))
+            return dataclasses.replace(t, element=at_written(t.element, t.element_id))
         if isinstance(t, it.MapType):
-            return dataclasses.replace(t, key=at_written_type(t.key, t.key_id),
-                                       value=at_written_type(t.value, t.value_id))
+            return dataclasses.replace(t, key=at_written(t.key, t.key_id), value=at_written(t.value, t.value_id))
         before = old.get(field_id) if field_id is not None else None
         if before is not None and it.is_primitive(before.type) and before.type != t and it.can_promote(before.type, t):
             changed = True
             return before.type
         return t
 
-    fields = tuple(dataclasses.replace(f, type=at_written_type(f.type, f.field_id)) for f in schema.fields)
+    def as_written(f: it.NestedField, written_names: set[str]) -> it.NestedField:
+        """`f` as read from files whose struct holding it has fields `written_names` (lower case)."""
+        nonlocal changed
+        before = old.get(f.field_id)
+        name = f.name if before is None else before.name
+        if before is None and f.name.lower() in written_names:  # added since, under a name then taken
+            name = f"__pyice_absent_{f.field_id}"
+        changed = changed or name != f.name
+        return dataclasses.replace(f, name=name, type=at_written(f.type, f.field_id))
+
+    fields = tuple(as_written(f, {w.name.lower() for w in written.fields}) for f in schema.fields)
     return Schema(fields, schema.schema_id, schema.identifier_field_ids) if changed else None
+
+
+def _as_current(read: it.NestedField, f: it.NestedField) -> Column:
+    """Column `read` (a field of `_file_read_schema`) as the table's field `f`: its name, its type
+    widened, its nested fields renamed (a cast between structs goes by position)."""
+    col = F.col(quote(read.name))
+    if read.type != f.type:
+        col = col.cast(to_spark_type(f.type, with_ids=False))
+    return col.alias(f.name)
 
 
 def read_position_deletes(spark: SparkSession, delete_files: list[DataFile]) -> DataFrame:
