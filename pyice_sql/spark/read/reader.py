@@ -168,7 +168,10 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     for t in tasks:
         key = id(t.written_schema)
         if key not in read_schemas:
-            read_schemas[key] = (_file_read_schema(schema, t.written_schema),
+            written = t.written_schema
+            if written is None and with_ids and t.reused_name_ids:  # its snapshot expired: read those by id only
+                written = _renamed(schema, t.reused_name_ids)
+            read_schemas[key] = (_file_read_schema(schema, written),
                                  frozenset(f.field_id for f in read_as_initial_default(schema, t.written_schema)))
         groups.setdefault(read_schemas[key], []).append(t.file.file_path)
     row_identity = with_metadata or bool(deletes)
@@ -316,6 +319,23 @@ def _file_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
 
     fields = tuple(as_written(f, {w.name.lower() for w in written.fields}) for f in schema.fields)
     return Schema(fields, schema.schema_id, schema.identifier_field_ids) if changed else None
+
+
+def _renamed(schema: Schema, ids: frozenset[int]) -> Schema:
+    """`schema` with each field of `ids` (at any depth) under a name no file holds: for files whose
+    written schema is unknown (`FileScanTask.reused_name_ids`), whose fields Spark then matches by
+    id only, no filter pushed into their reader by a name that may have been another field's."""
+    def renamed(t: it.IcebergType) -> it.IcebergType:
+        if isinstance(t, it.StructType):
+            return it.StructType(tuple(dataclasses.replace(
+                f, name=f"__pyice_reused_{f.field_id}" if f.field_id in ids else f.name, type=renamed(f.type))
+                for f in t.fields))
+        if isinstance(t, it.ListType):
+            return dataclasses.replace(t, element=renamed(t.element))
+        if isinstance(t, it.MapType):
+            return dataclasses.replace(t, key=renamed(t.key), value=renamed(t.value))
+        return t
+    return Schema(renamed(schema.struct).fields, schema.schema_id, schema.identifier_field_ids)
 
 
 def _as_current(read: it.NestedField, f: it.NestedField) -> Column:
