@@ -142,7 +142,8 @@ def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
     for entry, manifest_path in data:
         applicable = deletes.for_data_file(entry.data_file, entry.sequence_number or 0)
         known = written.get(entry.snapshot_id)
-        plan.tasks.append(FileScanTask(entry, manifest_path, applicable, known, reused if known is None else frozenset()))
+        plan.tasks.append(FileScanTask(entry, manifest_path, applicable, known,
+                                       reused if known is None else frozenset()))
         m.bytes_to_scan += entry.data_file.file_size_in_bytes
     m.delete_files = len(plan.delete_files)
     m.planning_s = time.perf_counter() - started
