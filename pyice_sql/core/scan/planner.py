@@ -21,7 +21,7 @@ from pyice_sql.core.model.default_values import from_json, read_as_initial_defau
 from pyice_sql.core.model.manifest import DataFile, EntryStatus, ManifestContent, ManifestEntry
 from pyice_sql.core.model.metadata import TableMetadata
 from pyice_sql.core.model.schema import Schema
-from pyice_sql.core.model.types import walk_fields
+from pyice_sql.core.model.types import is_primitive, walk_fields
 from pyice_sql.core.model.snapshots import Snapshot
 from pyice_sql.core.scan.delete_index import DeleteFileIndex
 
@@ -37,9 +37,9 @@ class FileScanTask:
     # schemas: the reader needs a file's own column types after a type promotion (int → long, ...)
     # and its own column names after a rename
     written_schema: Schema | None = field(default=None, compare=False, repr=False)
-    # where that snapshot has expired: the ids of the fields whose name another field had in some
-    # schema of the table (the file may hold that other one under it)
-    reused_name_ids: frozenset[int] = field(default=frozenset(), compare=False, repr=False)
+    # where that snapshot has expired: the ids of the fields whose name another field had, or whose
+    # type was promoted, in some schema of the table (the reader then asks the file's footer)
+    changed_ids: frozenset[int] = field(default=frozenset(), compare=False, repr=False)
 
     @property
     def file(self) -> DataFile:
@@ -138,12 +138,12 @@ def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
                 m.skipped_by_metrics += 1
             else:
                 data.append((entry, manifest.manifest_path))
-    reused = _reused_name_ids(metadata) if written else frozenset()
+    changed = _changed_ids(metadata) if written else frozenset()
     for entry, manifest_path in data:
         applicable = deletes.for_data_file(entry.data_file, entry.sequence_number or 0)
         known = written.get(entry.snapshot_id)
         plan.tasks.append(FileScanTask(entry, manifest_path, applicable, known,
-                                       reused if known is None else frozenset()))
+                                       changed if known is None else frozenset()))
         m.bytes_to_scan += entry.data_file.file_size_in_bytes
     m.delete_files = len(plan.delete_files)
     m.planning_s = time.perf_counter() - started
@@ -174,14 +174,19 @@ def with_default_metrics(f: DataFile, defaults: dict[int, bytes] | None) -> Data
                                upper_bounds=merged(f.upper_bounds, defaults))
 
 
-def _reused_name_ids(metadata: TableMetadata) -> frozenset[int]:
+def _changed_ids(metadata: TableMetadata) -> frozenset[int]:
     """The ids of the fields (at any depth) whose full name, in any case, another field id had in
-    some schema of the table: a column dropped and added again, names swapped."""
+    some schema of the table (a column dropped and added again, names swapped), or whose type
+    differs between two schemas (promoted): a file of an unknown schema may hold them otherwise."""
     ids_by_name: dict[tuple[str, ...], set[int]] = {}
+    types_by_id: dict[int, set] = {}
     for schema in metadata.schemas:
         for path, f in walk_fields(schema.struct):
             ids_by_name.setdefault(tuple(p.lower() for p in path), set()).add(f.field_id)
-    return frozenset(i for ids in ids_by_name.values() if len(ids) > 1 for i in ids)
+            if is_primitive(f.type):
+                types_by_id.setdefault(f.field_id, set()).add(f.type)
+    return frozenset({i for ids in ids_by_name.values() if len(ids) > 1 for i in ids}
+                     | {i for i, types in types_by_id.items() if len(types) > 1})
 
 
 def _written_schemas(metadata: TableMetadata) -> dict[int | None, Schema]:

@@ -165,14 +165,15 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     # added since the file was written that read as their initial-default
     groups: dict[tuple[Schema | None, frozenset[int]], list[str]] = {}
     read_schemas: dict[int, tuple[Schema | None, frozenset[int]]] = {}
+    # files whose snapshot expired, of a table whose columns were renamed or widened: as their footers say
+    held = _held_schemas(spark, schema, [t for t in tasks if t.written_schema is None and t.changed_ids]) \
+        if with_ids else {}
     for t in tasks:
-        key = id(t.written_schema)
+        written = t.written_schema or held.get(t.file.file_path)
+        key = id(written)
         if key not in read_schemas:
-            written = t.written_schema
-            if written is None and with_ids and t.reused_name_ids:  # its snapshot expired: read those by id only
-                written = _renamed(schema, t.reused_name_ids)
-            read_schemas[key] = (_file_read_schema(schema, written),
-                                 frozenset(f.field_id for f in read_as_initial_default(schema, t.written_schema)))
+            read_schemas[key] = (_file_read_schema(schema, written, partial=t.written_schema is None),
+                                 frozenset(f.field_id for f in read_as_initial_default(schema, written)))
         groups.setdefault(read_schemas[key], []).append(t.file.file_path)
     row_identity = with_metadata or bool(deletes)
     parts: list[tuple[DataFrame, list[str]]] = []
@@ -272,7 +273,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     return select_sql(data, names + [quote(c) for c in extra])
 
 
-def _file_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
+def _file_read_schema(schema: Schema, written: Schema | None, partial: bool = False) -> Schema | None:
     """`schema` as files written with schema `written` hold it, for Spark to read them by: each
     field (at any depth) under the name it was written with, a renamed one included, and at the
     type it was written with where it has been promoted since (int → long, float → double, wider
@@ -284,7 +285,10 @@ def _file_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
     by their current names, a renamed column read NULL from older files of a table with a list or
     map, and a filter on a column named as another one was when the file was written (columns
     whose names were swapped, a field dropped and added again) skipped row groups by that other
-    column's statistics. The caller renames the columns back (`_as_current`)."""
+    column's statistics. The caller renames the columns back (`_as_current`).
+
+    `partial`: `written` holds only the fields of `schema` the files hold (`_footer_schema`), not
+    the others they may hold under any name: every field they lack gets a name none holds."""
     if written is None or written is schema:
         return None
     old = written.id_to_field()
@@ -312,7 +316,7 @@ def _file_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
         nonlocal changed
         before = old.get(f.field_id)
         name = f.name if before is None else before.name
-        if before is None and f.name.lower() in written_names:  # added since, under a name then taken
+        if before is None and (partial or f.name.lower() in written_names):  # added since, under a name then taken
             name = f"__pyice_absent_{f.field_id}"
         changed = changed or name != f.name
         return dataclasses.replace(f, name=name, type=at_written(f.type, f.field_id))
@@ -321,21 +325,56 @@ def _file_read_schema(schema: Schema, written: Schema | None) -> Schema | None:
     return Schema(fields, schema.schema_id, schema.identifier_field_ids) if changed else None
 
 
-def _renamed(schema: Schema, ids: frozenset[int]) -> Schema:
-    """`schema` with each field of `ids` (at any depth) under a name no file holds: for files whose
-    written schema is unknown (`FileScanTask.reused_name_ids`), whose fields Spark then matches by
-    id only, no filter pushed into their reader by a name that may have been another field's."""
-    def renamed(t: it.IcebergType) -> it.IcebergType:
-        if isinstance(t, it.StructType):
-            return it.StructType(tuple(dataclasses.replace(
-                f, name=f"__pyice_reused_{f.field_id}" if f.field_id in ids else f.name, type=renamed(f.type))
-                for f in t.fields))
-        if isinstance(t, it.ListType):
-            return dataclasses.replace(t, element=renamed(t.element))
-        if isinstance(t, it.MapType):
-            return dataclasses.replace(t, key=renamed(t.key), value=renamed(t.value))
-        return t
-    return Schema(renamed(schema.struct).fields, schema.schema_id, schema.identifier_field_ids)
+def _held_schemas(spark: SparkSession, schema: Schema, tasks: list[FileScanTask]) -> dict[str, Schema]:
+    """Data file path → the part of `schema` the file holds, as it holds it (names, types), read from
+    the footers of `tasks`' files: those whose written schema is unknown (their snapshot expired)
+    in a table whose columns were renamed or widened (`FileScanTask.changed_ids`). Files with
+    field ids only (tables without lists or maps). Equal schemas are one object."""
+    if not tasks:
+        return {}
+    from pyice_sql.spark.connect_backend import ConnectBackend
+    from pyice_sql.spark.jvm.bridge import load_shim
+
+    shim = ConnectBackend(spark) if is_connect(spark) else load_shim(spark)
+    paths = [t.file.file_path for t in tasks]
+    shared: dict[Schema, Schema] = {}
+    return {p: shared.setdefault(s, s) for p, s in
+            zip(paths, (_footer_schema(schema, footer) for footer in shim.footer_stats(paths)))}
+
+
+def _footer_schema(schema: Schema, footer: dict) -> Schema:
+    """The fields of `schema` (struct-only) a Parquet file holds, by the field ids of its footer's
+    leaf columns (`FooterStats.java`), under the file's names and at its physical types."""
+    leaves = {c["fieldId"]: c for c in footer["columns"] if c.get("fieldId") is not None}
+
+    def held(f: it.NestedField, depth: int) -> tuple[it.NestedField, list[str]] | None:
+        if isinstance(f.type, it.StructType):
+            kids = [k for k in (held(c, depth + 1) for c in f.type.fields) if k is not None]
+            if not kids:
+                return None
+            path = kids[0][1]
+            return dataclasses.replace(f, name=path[depth], type=it.StructType(tuple(k for k, _ in kids))), path
+        leaf = leaves.get(f.field_id)
+        if leaf is None or len(leaf["path"]) != depth + 1:
+            return None
+        return dataclasses.replace(f, name=leaf["path"][depth], type=_held_type(f.type, leaf)), leaf["path"]
+
+    fields = tuple(k for k, _ in filter(None, (held(f, 0) for f in schema.fields)))
+    return Schema(fields, schema.schema_id, schema.identifier_field_ids)
+
+
+def _held_type(t: it.IcebergType, leaf: dict) -> it.IcebergType:
+    """The Iceberg type a Parquet leaf column holds a promotable column `t` at (int for long on
+    INT32, float for double on FLOAT, its own decimal precision); else `t`."""
+    physical, logical = leaf.get("physicalType"), leaf.get("logicalType") or ""
+    if t == it.LONG and physical == "INT32":
+        return it.INT
+    if t == it.DOUBLE and physical == "FLOAT":
+        return it.FLOAT
+    if isinstance(t, it.DecimalType) and logical.startswith("DECIMAL("):
+        precision, scale = (int(x) for x in logical[len("DECIMAL("):-1].split(","))
+        return it.DecimalType(precision, scale)
+    return t
 
 
 def _as_current(read: it.NestedField, f: it.NestedField) -> Column:
