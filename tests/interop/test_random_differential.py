@@ -5,7 +5,7 @@ combinations nobody wrote down: seeded random tables (partitioned by identity, b
 or a time transform; format v2 or v3; each row-level statement kind in its own write mode; rows
 full of NULLs, signed zeros, microsecond timestamps) and random statements on them: DELETE,
 UPDATE, INSERT, MERGE with every clause kind, IN-subqueries over the target, partition evolution,
-write-mode switches and schema evolution between statements. The schema changes keep the columns'
+write-mode switches, schema evolution and snapshot expiry between statements. The schema changes keep the columns'
 names, so every statement and truth below reads the same columns: `n` or `id` widened to bigint
 (old files keep int values and int statistics), and `x` dropped and added again (the last column,
 so it comes back in its place; a new field id: old files still hold a column named `x`, whose
@@ -170,7 +170,10 @@ class Generator:
     def statement(self) -> Statement:
         r = self.r
         if r.random() < .12:
-            k = r.randrange(6)
+            k = r.randrange(7)
+            if k == 6:  # the files' snapshots gone, so are their schemas (the planner's `changed_ids`)
+                return Statement("CALL {c}.system.expire_snapshots(table => '{t}', "
+                                 "older_than => TIMESTAMP '2999-01-01 00:00:00+00:00', retain_last => 1)", "other")
             if k == 4:
                 return Statement(f"ALTER TABLE {{t}} ALTER COLUMN {r.choice(['id', 'n'])} TYPE bigint", "other")
             if k == 5:
@@ -278,7 +281,7 @@ def reference(tmp_path_factory):
     for tb in TABLES:
         t = f"ref.db.{tb.name}"
         tb.java_setup = [add(s.format(t=t)) for s in [tb.create, *tb.inserts]] + [add(f"SELECT * FROM {t}")]
-        tb.java_steps = [([add(part) for part in s.sql.format(t=t).split(";\n")], add(f"SELECT * FROM {t}"))
+        tb.java_steps = [([add(part) for part in s.sql.format(t=t, c="ref").split(";\n")], add(f"SELECT * FROM {t}"))
                          for s in tb.steps]
     work = tmp_path_factory.mktemp("random_reference")
     runner = ReferenceBatch(work / "warehouse", statements, work)
@@ -411,7 +414,7 @@ def test_random_dml(ice, reference, tb: Table):
                      f"{tb.name}: after setup")
     java_twin_agrees = True
     for k, (st, (j_stmts, j_rows)) in enumerate(zip(tb.steps, tb.java_steps)):
-        sql = st.sql.format(t=t)
+        sql = st.sql.format(t=t, c="local")
         what = f"{tb.name} (seeds {SEEDS}) step {k + 1}: {sql}\n  table: {tb.create.format(t=t)}"
         error, result = None, []
         try:
