@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types a
 
 from pyice_sql.core.errors import UnsupportedError
 from pyice_sql.core.format.fileio import is_local
+from pyice_sql.core.format.footer_cache import FOOTERS, Leaf, Leaves
 from pyice_sql.core.model import types as it
 from pyice_sql.core.model.manifest import DataFile, FileContent, ManifestEntry
 from pyice_sql.core.model.default_values import read_as_initial_default
@@ -326,47 +327,50 @@ def _file_read_schema(schema: Schema, written: Schema | None, partial: bool = Fa
 
 
 def _held_schemas(spark: SparkSession, schema: Schema, tasks: list[FileScanTask]) -> dict[str, Schema]:
-    """Data file path → the part of `schema` the file holds, as it holds it (names, types), read from
-    the footers of `tasks`' files: those whose written schema is unknown (their snapshot expired)
-    in a table whose columns were renamed or widened (`FileScanTask.changed_ids`). Files with
-    field ids only (tables without lists or maps). Equal schemas are one object."""
+    """Data file path → the part of `schema` the file holds, as it holds it (names, types), from
+    the footers of `tasks`' files (kept between scans: `FOOTERS`): those whose written schema is
+    unknown (their snapshot expired) in a table whose columns were renamed or widened
+    (`FileScanTask.changed_ids`). Files with field ids only (tables without lists or maps). Equal
+    schemas are one object."""
     if not tasks:
         return {}
     from pyice_sql.spark.connect_backend import ConnectBackend
     from pyice_sql.spark.jvm.bridge import load_shim
 
-    shim = ConnectBackend(spark) if is_connect(spark) else load_shim(spark)
-    paths = [t.file.file_path for t in tasks]
-    shared: dict[Schema, Schema] = {}
-    return {p: shared.setdefault(s, s) for p, s in
-            zip(paths, (_footer_schema(schema, footer) for footer in shim.footer_stats(paths)))}
+    def read(paths: list[str]) -> list[dict]:
+        return (ConnectBackend(spark) if is_connect(spark) else load_shim(spark)).footer_stats(paths)
+
+    files = [(t.file.file_path, t.file.file_size_in_bytes) for t in tasks]
+    per_file = FOOTERS.leaves(files, read)
+    held = {leaves: _footer_schema(schema, leaves) for leaves in set(per_file)}
+    return {path: held[leaves] for (path, _), leaves in zip(files, per_file)}
 
 
-def _footer_schema(schema: Schema, footer: dict) -> Schema:
+def _footer_schema(schema: Schema, leaves: Leaves) -> Schema:
     """The fields of `schema` (struct-only) a Parquet file holds, by the field ids of its footer's
-    leaf columns (`FooterStats.java`), under the file's names and at its physical types."""
-    leaves = {c["fieldId"]: c for c in footer["columns"] if c.get("fieldId") is not None}
+    leaf columns, under the file's names and at its physical types."""
+    by_id = {leaf[0]: leaf for leaf in leaves}
 
-    def held(f: it.NestedField, depth: int) -> tuple[it.NestedField, list[str]] | None:
+    def held(f: it.NestedField, depth: int) -> tuple[it.NestedField, tuple[str, ...]] | None:
         if isinstance(f.type, it.StructType):
             kids = [k for k in (held(c, depth + 1) for c in f.type.fields) if k is not None]
             if not kids:
                 return None
             path = kids[0][1]
             return dataclasses.replace(f, name=path[depth], type=it.StructType(tuple(k for k, _ in kids))), path
-        leaf = leaves.get(f.field_id)
-        if leaf is None or len(leaf["path"]) != depth + 1:
+        leaf = by_id.get(f.field_id)
+        if leaf is None or len(leaf[1]) != depth + 1:
             return None
-        return dataclasses.replace(f, name=leaf["path"][depth], type=_held_type(f.type, leaf)), leaf["path"]
+        return dataclasses.replace(f, name=leaf[1][depth], type=_held_type(f.type, leaf)), leaf[1]
 
     fields = tuple(k for k, _ in filter(None, (held(f, 0) for f in schema.fields)))
     return Schema(fields, schema.schema_id, schema.identifier_field_ids)
 
 
-def _held_type(t: it.IcebergType, leaf: dict) -> it.IcebergType:
+def _held_type(t: it.IcebergType, leaf: Leaf) -> it.IcebergType:
     """The Iceberg type a Parquet leaf column holds a promotable column `t` at (int for long on
     INT32, float for double on FLOAT, its own decimal precision); else `t`."""
-    physical, logical = leaf.get("physicalType"), leaf.get("logicalType") or ""
+    _, _, physical, logical = leaf
     if t == it.LONG and physical == "INT32":
         return it.INT
     if t == it.DOUBLE and physical == "FLOAT":
