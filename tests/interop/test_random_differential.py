@@ -4,12 +4,15 @@ The hand-written scenarios (test_dml_differential.py) cover what we thought of; 
 combinations nobody wrote down: seeded random tables (partitioned by identity, bucket, truncate
 or a time transform; format v2 or v3; each row-level statement kind in its own write mode; rows
 full of NULLs, signed zeros, microsecond timestamps) and random statements on them: DELETE,
-UPDATE, INSERT, MERGE with every clause kind, IN-subqueries over the target, partition evolution,
-write-mode switches, schema evolution and snapshot expiry between statements. The schema changes keep the columns'
-names, so every statement and truth below reads the same columns: `n` or `id` widened to bigint
-(old files keep int values and int statistics), and `x` dropped and added again (the last column,
-so it comes back in its place; a new field id: old files still hold a column named `x`, whose
-values and statistics are no longer the table's).
+UPDATE, INSERT, MERGE with every clause kind, subqueries over the target ((NOT) IN, correlated
+(NOT) EXISTS, scalar aggregates) in DELETE and UPDATE conditions, and between them
+partition evolution (fields added and dropped), write-mode switches, write orders and
+distributions, schema evolution, snapshot expiry and maintenance (compaction, manifest and
+delete-file rewrites, the upgrade to format v3: rows must stay as they were). The schema changes
+keep the columns' names, so every statement and truth below reads the same columns: `n` or `id`
+widened to bigint (old files keep int values and int statistics), and `x` dropped and added again
+(the last column, so it comes back in its place; a new field id: old files still hold a column
+named `x`, whose values and statistics are no longer the table's).
 
 Truth for each statement, independent of pyice:
 - DELETE and UPDATE: Spark itself, evaluating the statement's condition and values over our rows
@@ -70,6 +73,14 @@ LITERALS = {
 }
 
 
+MAINTENANCE = (  # statements that must leave every row as it was
+    "CALL {c}.system.rewrite_data_files(table => '{t}', options => map('rewrite-all', 'true'))",
+    "CALL {c}.system.rewrite_data_files(table => '{t}', where => 'n > 0 OR p IS NULL', "
+    "options => map('min-input-files', '1'))",
+    "CALL {c}.system.rewrite_position_delete_files(table => '{t}', options => map('rewrite-all', 'true'))",
+    "CALL {c}.system.rewrite_manifests('{t}')",
+    "ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')",
+)
 KINDS = ("matched", "not matched", "by source")  # MERGE clause kinds, in the order Spark's grammar takes them
 WHEN = {"matched": "MATCHED", "not matched": "NOT MATCHED", "by source": "NOT MATCHED BY SOURCE"}
 
@@ -92,7 +103,7 @@ class Statement:
     MERGE's `source` query, `on` condition and `clauses`."""
 
     sql: str  # statements run one after the other are separated by ";\n"
-    kind: str  # delete | update | merge | other
+    kind: str  # delete | update | merge | maintenance (rows stay as they are) | other
     cond: str = "true"
     assignments: tuple[tuple[str, str], ...] = ()
     source: str = ""
@@ -146,6 +157,21 @@ class Generator:
             return f"NOT ({self.cond(q, depth + 1)})"
         return f"({self.cond(q, depth + 1)} {'AND' if k == 3 else 'OR'} {self.cond(q, depth + 1)})"
 
+    def subquery_cond(self) -> str:
+        """A condition on the target (aliased `a`) with a subquery over the table itself: (NOT) IN,
+        a correlated (NOT) EXISTS, a scalar aggregate; alone, or beside a plain condition."""
+        r, c, inner = self.r, self.r.choice(["id", "n", "p"]), self.cond("b.")
+        k = r.randrange(4)
+        if k == 0:
+            sub = f"a.{c} {r.choice(['', 'NOT '])}IN (SELECT b.{c} FROM {{t}} b WHERE {inner})"
+        elif k == 1:
+            sub = (f"{r.choice(['', 'NOT '])}EXISTS (SELECT 1 FROM {{t}} b WHERE b.{c} = a.{c} AND b.id <> a.id "
+                   f"AND {inner})")
+        else:
+            sub = f"a.n {r.choice(['<', '=', '>='])} (SELECT {r.choice(['min', 'max', 'count'])}(b.n) FROM {{t}} b " \
+                  f"WHERE {inner})"
+        return sub if r.random() < .6 else f"({sub} {r.choice(['AND', 'OR'])} {self.cond('a.')})"
+
     def assignments(self, q: str = "", src: str | None = None) -> tuple[tuple[str, str], ...]:
         options = [("n", f"{q}n + 1"), ("v", f"concat({q}v, 'x')"), ("p", self.literal("p")),
                    ("ts", f"{q}ts + INTERVAL 1 DAY"), ("x", f"{q}x * 2"), ("id", f"{q}id + 100"),
@@ -169,8 +195,22 @@ class Generator:
 
     def statement(self) -> Statement:
         r = self.r
+        if r.random() < .05:
+            return Statement(r.choice(MAINTENANCE), "maintenance")
         if r.random() < .12:
-            k = r.randrange(7)
+            k = r.randrange(9)
+            if k == 7:  # how later writes lay rows out: never which rows there are
+                return Statement(r.choice([
+                    "ALTER TABLE {t} WRITE ORDERED BY n DESC NULLS FIRST, v",
+                    "ALTER TABLE {t} WRITE LOCALLY ORDERED BY ts",
+                    "ALTER TABLE {t} WRITE DISTRIBUTED BY PARTITION",
+                    "ALTER TABLE {t} WRITE UNORDERED",
+                    "ALTER TABLE {t} SET TBLPROPERTIES ('write.distribution-mode'='%s')"
+                    % r.choice(["none", "hash", "range"]),
+                    "ALTER TABLE {t} SET TBLPROPERTIES ('write.target-file-size-bytes'='1')"]), "other")
+            if k == 8:  # a field of the spec, or not (both engines refuse that)
+                field = r.choice(["bucket(2, id)", "p", "truncate(1, v)", "days(ts)", "n", "bucket(3, id)", "years(d)"])
+                return Statement(f"ALTER TABLE {{t}} DROP PARTITION FIELD {field}", "other")
             if k == 6:  # the files' snapshots gone, so are their schemas (the planner's `changed_ids`)
                 return Statement("CALL {c}.system.expire_snapshots(table => '{t}', "
                                  "older_than => TIMESTAMP '2999-01-01 00:00:00+00:00', retain_last => 1)", "other")
@@ -184,11 +224,11 @@ class Generator:
             if k == 1:
                 kind, mode = r.choice(["delete", "update", "merge"]), r.choice(MODES)
                 return Statement(f"ALTER TABLE {{t}} SET TBLPROPERTIES ('write.{kind}.mode'='{mode}')", "other")
+            cond = self.subquery_cond()
             if k == 2:
-                sets, cond = self.assignments(), f"id IN (SELECT id FROM {{t}} WHERE {self.cond()})"
-                return Statement(f"UPDATE {{t}} SET {_sets(sets)} WHERE {cond}", "update", cond, sets)
-            cond = f"n IN (SELECT n FROM {{t}} WHERE {self.cond()})"
-            return Statement(f"DELETE FROM {{t}} WHERE {cond}", "delete", cond)
+                sets = self.assignments()
+                return Statement(f"UPDATE {{t}} a SET {_sets(sets)} WHERE {cond}", "update", cond, sets)
+            return Statement(f"DELETE FROM {{t}} a WHERE {cond}", "delete", cond)
         k = r.randrange(10)
         if k < 3:
             cond = "true" if r.random() < .05 else self.cond()
@@ -296,13 +336,13 @@ def _sql_answer(ice, before, schema, st: Statement) -> tuple[list, int]:
     ice.spark.createDataFrame(before, schema).createOrReplaceTempView(view)
     holds = f"coalesce({st.cond.replace('{t}', view)}, false)"
     try:
-        changed = ice.spark.sql(f"SELECT count(*) FROM {view} WHERE {holds}").collect()[0][0]
-        kept = f"SELECT * FROM {view} WHERE NOT {holds}"
+        changed = ice.spark.sql(f"SELECT count(*) FROM {view} a WHERE {holds}").collect()[0][0]
+        kept = f"SELECT * FROM {view} a WHERE NOT {holds}"
         if st.kind == "delete":
             return sort_rows(list(r) for r in ice.spark.sql(kept).collect()), changed
         values = dict(st.assignments)
         columns = [f"CAST({values[c]} AS {TYPES[c]}) AS {c}" if c in values else c for c in NAMES]
-        updated = f"SELECT {', '.join(columns)} FROM {view} WHERE {holds}"
+        updated = f"SELECT {', '.join(columns)} FROM {view} a WHERE {holds}"
         return sort_rows(list(r) for r in ice.spark.sql(f"{updated} UNION ALL {kept}").collect()), changed
     finally:
         ice.spark.catalog.dropTempView(view)
@@ -437,6 +477,9 @@ def test_random_dml(ice, reference, tb: Table):
                 assert error is None, f"{what}: pyice failed: {type(error).__name__}: {error}"
                 metric = "num_deleted_rows" if st.kind == "delete" else "num_updated_rows"
                 assert result[0][metric] == changed, f"{what}: {metric} {result[0][metric]}, SQL changes {changed}"
+        elif st.kind == "maintenance":
+            assert error is None, f"{what}: pyice failed: {type(error).__name__}: {error}"
+            truth = sort_rows(list(r) for r in before)
         elif st.kind == "merge" and _rejected(st):
             assert error is not None and _rejected(st) in str(error), f"{what}: pyice {error or 'accepted it'}"
             truth = sort_rows(list(r) for r in before)
