@@ -40,6 +40,7 @@ from pyice_sql.core.format.fileio import is_local, local_path
 from pyice_sql.core.format.manifest_cache import MANIFESTS
 from pyice_sql.core.expr.predicates import AlwaysTrue, And, Expression, eq
 from pyice_sql.core.model.conversions import to_internal, zoned_instant
+from pyice_sql.core.model.transforms import Identity
 from pyice_sql.core.model.types import type_kind
 from pyice_sql.core.model.snapshots import MAIN_BRANCH
 from pyice_sql.spark.progress import Progress
@@ -364,6 +365,7 @@ class IceSession(DdlStatements):
 
     def _do_Insert(self, stmt: st.Insert) -> None:
         table = self.load_ref(stmt.table)
+        _check_partition_clause(table, stmt)
         query = stmt.query
         replaced = (insert_forms.replace_where_filter(table, stmt.table, stmt.replace_where,
                                                       spark_session_zone(self.spark))
@@ -392,12 +394,9 @@ class IceSession(DdlStatements):
             return
         mode = self.spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static").lower()
         schema = table.metadata.schema()
-        # dynamic mode replaces only the partitions written, also under PARTITION (p='a', q); a clause
-        # that fixes every partition column is a static overwrite in either mode, as in Spark
-        part_cols = {schema.find_field(f.source_id).name.lower() for f in table.metadata.spec().fields
-                     if schema.find_field(f.source_id) is not None}
-        all_static = bool(stmt.static_partition) and part_cols <= {k.lower() for k in stmt.static_partition}
-        if mode != "dynamic" or all_static:
+        # dynamic mode replaces only the partitions written, whatever the PARTITION clause fixes (as
+        # Spark 3.5+: a clause fixing every partition column over no rows replaces nothing)
+        if mode != "dynamic":
             flt: Expression = AlwaysTrue()
             zone = spark_session_zone(self.spark)
             for k, v in stmt.static_partition.items():
@@ -410,6 +409,18 @@ class IceSession(DdlStatements):
             overwrite(self.runtime, table, df, dynamic=False, static_filter=flt, branch=branch)
         else:
             overwrite(self.runtime, table, df, dynamic=True, branch=branch)
+
+
+def _check_partition_clause(table: Table, stmt: st.Insert) -> None:
+    """A PARTITION clause names columns the table's spec partitions by identity, as Spark requires
+    (a transform's source column, `ts` of days(ts), cannot be given a partition value)."""
+    schema = table.metadata.schema()
+    identity = {field.name.lower() for f in table.metadata.spec().fields
+                if isinstance(f.transform, Identity) and (field := schema.find_field(f.source_id)) is not None}
+    for name in stmt.static_partition:
+        if name.lower() not in identity:
+            raise AnalysisError(f"[NON_PARTITION_COLUMN] PARTITION clause cannot contain the non-partition column: "
+                                f"`{name}` ({table.full_name})", position=stmt.table.position)
 
 
 def _names_lineage(query: st.Query) -> bool:

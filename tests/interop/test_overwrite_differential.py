@@ -6,8 +6,8 @@ compared, so the first statement whose effect differs is named. Covered: static 
 overwrite (also with an empty query, which empties the table), static PARTITION (p='x') with
 VALUES and with a query reading the table itself, dynamic overwrite
 (spark.sql.sources.partitionOverwriteMode=dynamic) on identity, hidden (days + bucket) and no
-partitioning, NULL partitions, an empty dynamic overwrite (a no-op), and a partial static
-PARTITION (p='a', q) clause in both modes. Our final tables are also read by PyIceberg and DuckDB.
+partitioning, NULL partitions, an empty dynamic overwrite (a no-op, also when its PARTITION clause
+fixes every partition column), and a partial static PARTITION (p='a', q) clause in both modes. Our final tables are also read by PyIceberg and DuckDB.
 """
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ SCRIPTS = {
         "INSERT OVERWRITE {c}.db.o_identity SELECT * FROM {c}.db.o_identity WHERE id < 0",
         "INSERT OVERWRITE {c}.db.o_identity VALUES (30, NULL, 300)",
         "INSERT OVERWRITE {c}.db.o_identity PARTITION (p = 'c') VALUES (31, 310)",
+        # every partition column fixed, no rows: dynamic still, so nothing is replaced (static empties p = 'c')
+        "INSERT OVERWRITE {c}.db.o_identity PARTITION (p = 'c') SELECT id, v FROM {c}.db.o_identity WHERE id < 0",
         f"SET {MODE}=static",
         "INSERT OVERWRITE {c}.db.o_identity VALUES (40, 'x', 400), (41, 'y', 410)",
         "INSERT OVERWRITE {c}.db.o_identity SELECT * FROM {c}.db.o_identity WHERE id < 0",

@@ -83,6 +83,25 @@ def test_insert_overwrite_static_partition(ice):
     assert rows(ice.sql("SELECT * FROM local.ow.t")) == [(5, "z")]
 
 
+def test_partition_clause_names_identity_partition_columns_only(ice):
+    """As Spark (and so Iceberg Java) refuse, before writing anything: checked against the reference
+    engine, which answers [NON_PARTITION_COLUMN] for each of these."""
+    from pyice_sql.core.errors import AnalysisError
+
+    ice.sql("CREATE DATABASE local.pc")
+    ice.sql("CREATE TABLE local.pc.t (id bigint, p string, ts timestamp) USING iceberg PARTITIONED BY (p, days(ts))")
+    ice.sql("INSERT INTO local.pc.t VALUES (1, 'a', TIMESTAMP '2024-01-01 00:00:00')")
+    for sql in ("INSERT OVERWRITE local.pc.t PARTITION (ts = TIMESTAMP '2024-01-01 05:00:00') SELECT 4, 'a'",
+                "INSERT OVERWRITE local.pc.t PARTITION (id = 1) SELECT 'a', TIMESTAMP '2024-01-01 05:00:00'",
+                "INSERT INTO local.pc.t PARTITION (id = 1) SELECT 'a', TIMESTAMP '2024-01-01 05:00:00'"):
+        with pytest.raises(AnalysisError, match=r"\[NON_PARTITION_COLUMN\].*`(ts|id)`") as e:
+            ice.sql(sql)
+        assert e.value.position is not None
+    assert rows(ice.sql("SELECT id, p FROM local.pc.t")) == [(1, "a")]
+    ice.sql("INSERT OVERWRITE local.pc.t PARTITION (p = 'a') SELECT 2, TIMESTAMP '2024-01-01 05:00:00'")
+    assert rows(ice.sql("SELECT id, p FROM local.pc.t")) == [(2, "a")]
+
+
 def test_insert_select_maps_by_position_even_with_repeated_names(ice):
     ice.sql("CREATE DATABASE local.ins")
     ice.sql("CREATE TABLE local.ins.t (a bigint, b bigint, s string) USING iceberg")
