@@ -50,11 +50,6 @@ class FooterCache:
             found = [held if held is not None else read_now[f] for f, held in zip(files, found)]
         return found
 
-    def clear(self) -> None:
-        with self._lock:
-            self._held.clear()
-            self._shared.clear()
-
     def _keep(self, key: tuple[str, int], leaves: Leaves) -> Leaves:
         leaves = self._shared.setdefault(leaves, leaves)
         if self.max_files > 0:
