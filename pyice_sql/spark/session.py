@@ -400,9 +400,7 @@ class IceSession(DdlStatements):
             flt: Expression = AlwaysTrue()
             zone = spark_session_zone(self.spark)
             for k, v in stmt.static_partition.items():
-                field = schema.find_field(k)
-                if field is None:
-                    raise AnalysisError(f"partition column {k!r} is not in table {table.full_name}")
+                field = schema.find_field(k)  # an identity partition column: _check_partition_clause
                 if type_kind(field.type) == "timestamptz" and isinstance(v, (str, dt.date)):
                     v = zoned_instant(v, zone)  # Spark reads a timestamp without an offset in the session's zone
                 flt = And(flt, eq(field.name, to_internal(field.type, v)))
