@@ -364,28 +364,28 @@ def footer_summary(path: str) -> dict:
 
 
 def _leaves(schema: Any) -> list[tuple[list[str], int | None]]:
-    """(name path, field id) of every Parquet leaf column in order; ids only where structs lead to it
-    (leaves inside lists and maps get no metrics, so their ids are not needed)."""
+    """(name path, field id or None) of every Parquet leaf column in order, as FooterStats.java
+    reports them."""
     import pyarrow as pa
 
     out: list[tuple[list[str], int | None]] = []
 
-    def visit(field: Any, prefix: list[str], in_struct_path: bool) -> None:
+    def visit(field: Any, prefix: list[str]) -> None:
         path, t = prefix + [field.name], field.type
         if pa.types.is_struct(t):
             for i in range(t.num_fields):
-                visit(t.field(i), path, in_struct_path)
+                visit(t.field(i), path)
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
-            visit(t.value_field, path + ["list"], False)
+            visit(t.value_field, path + ["list"])
         elif pa.types.is_map(t):
-            visit(t.key_field, path + ["key_value"], False)
-            visit(t.item_field, path + ["key_value"], False)
+            visit(t.key_field, path + ["key_value"])
+            visit(t.item_field, path + ["key_value"])
         else:
             raw = (field.metadata or {}).get(b"PARQUET:field_id")
-            out.append((path, int(raw) if raw is not None and in_struct_path else None))
+            out.append((path, int(raw) if raw is not None else None))
 
     for f in schema:
-        visit(f, [], True)
+        visit(f, [])
     return out
 
 

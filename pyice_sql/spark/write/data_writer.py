@@ -2,9 +2,11 @@
 
 How a write works:
   1. The rows are cast to the table schema; every column carries its Iceberg field id as
-     Parquet field-id metadata (tables with list/map columns are written with no ids at all
-     and read through the name mapping, because Spark cannot put ids on list elements or map
-     keys/values and a partial set of ids makes Java read those columns as NULL).
+     Parquet field-id metadata. Spark cannot put ids on list elements or map keys/values (and a
+     partial set of ids makes Java read those columns as NULL), so tables with list/map columns
+     are written through the shim's FieldIdParquetFormat, which gives every node of the file
+     schema its id (`parquet_field_ids`); where it cannot load, with no ids at all, read
+     through the name mapping.
   2. For a partitioned spec, one extra column per partition field holds the transformed value
      (computed in Spark SQL, bucket by the shim's Java UDF), rows are clustered by them and
      Spark's `partitionBy` writes one folder per partition tuple. The folder value is a tagged
@@ -379,6 +381,40 @@ def write_options(spark: SparkSession) -> dict[str, str]:
     return {**NO_SUCCESS_MARKER, "fs.file.impl": "pyice.shim.NioLocalFileSystem", "fs.file.impl.disable.cache": "true"}
 
 
+FIELD_ID_FORMAT = "pyice.shim.FieldIdParquetFormat"
+FIELD_IDS_OPTION = "pyice.parquet.field-ids"  # FieldIdWriteSupport.IDS
+
+
+def parquet_field_ids(spark: SparkSession, schema: Schema) -> str | None:
+    """The field ids of a table with list/map columns, for the shim's FieldIdParquetFormat: one
+    `path=id` entry per node of the Parquet schema Spark writes for it (a list's element under
+    `list`, a map's key and value under `key_value`; names with `%`, `/`, `,` or `=` escaped),
+    so its files carry an id on every node, as Iceberg Java's do. None where that format cannot be
+    used (Spark Connect; a shim not on Spark's classpath, which Spark's data source lookup needs;
+    `spark.sql.parquet.writeLegacyFormat`, whose other node names these paths do not spell): the
+    files are then written with no ids at all, read through the table's name mapping."""
+    if is_connect(spark) or load_shim(spark).mode != "classpath" \
+            or spark.conf.get("spark.sql.parquet.writeLegacyFormat", "false").lower() == "true":
+        return None
+    entries: list[str] = []
+
+    def node(prefix: str, name: str, t: it.IcebergType, field_id: int) -> None:
+        path = prefix + "".join(f"%{ord(c):02X}" if c in "%/,=" else c for c in name)
+        entries.append(f"{path}={field_id}")
+        if isinstance(t, it.StructType):
+            for f in t.fields:
+                node(path + "/", f.name, f.type, f.field_id)
+        elif isinstance(t, it.ListType):
+            node(path + "/list/", "element", t.element, t.element_id)
+        elif isinstance(t, it.MapType):
+            node(path + "/key_value/", "key", t.key, t.key_id)
+            node(path + "/key_value/", "value", t.value, t.value_id)
+
+    for f in schema.fields:
+        node("", f.name, f.type, f.field_id)
+    return ",".join(entries)
+
+
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
                      rebalance: bool = False, known_rows: int | None = None, in_place: bool = False,
                      read_straight: Sequence[DataFile] = ()) -> list[DataFile]:
@@ -432,8 +468,11 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
         writer = writer.partitionBy(*[n for n, _, _ in folders])
     splits = (_whole_file_splits(df.sparkSession, target, read_straight) if read_straight and not folders
               else nullcontext())
+    nested_ids = None if with_ids else parquet_field_ids(df.sparkSession, schema)
+    writer = (writer.format("parquet") if nested_ids is None
+              else writer.format(FIELD_ID_FORMAT).option(FIELD_IDS_OPTION, nested_ids))
     with proleptic_calendar(df.sparkSession), splits, staging_removed_on_failure(ctx.io, write_dir):
-        writer.parquet(write_dir)
+        writer.save(write_dir)
     described = describe_written_files(ctx, write_dir, folders, operation_id, content)
     if observation is not None:
         described = _with_nan_counts(described, observed_metrics(observation), nan_columns)
