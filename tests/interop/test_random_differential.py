@@ -3,10 +3,10 @@
 The hand-written scenarios (test_dml_differential.py) cover what we thought of; this covers
 combinations nobody wrote down: seeded random tables (partitioned by identity, bucket, truncate or
 a time transform; format v2 or v3; each row-level statement kind in its own write mode; rows full
-of NULLs, signed zeros, microsecond timestamps) and random statements on them: DELETE, UPDATE,
-INSERT (of values, of the table's own rows, INSERT OVERWRITE static and dynamic), MERGE with every
-clause kind, subqueries over the target ((NOT) IN, correlated (NOT) EXISTS, scalar aggregates) in
-DELETE and UPDATE conditions, and between them partition evolution (fields added and dropped),
+of NULLs, signed zeros, microsecond timestamps, a list and a struct column) and random statements
+on them: DELETE, UPDATE, INSERT (of values, of the table's own rows, INSERT OVERWRITE static and
+dynamic), MERGE with every clause kind, subqueries over the target ((NOT) IN, correlated (NOT)
+EXISTS, scalar aggregates) in DELETE and UPDATE conditions, and between them partition evolution (fields added and dropped),
 write-mode switches, write orders and distributions, schema evolution, snapshot expiry and
 maintenance (compaction, manifest and delete-file rewrites, the upgrade to format v3: rows must
 stay as they were, and each is refused where Java refuses it). The schema changes keep the columns'
@@ -56,7 +56,7 @@ pytestmark = pytest.mark.interop
 SEEDS = [int(s) for s in os.environ.get("RANDOM_DML_SEEDS", "1,2").split(",")]
 TABLES_PER_SEED, STEPS = 5, 7
 COLUMNS = (("id", "int"), ("v", "string"), ("n", "int"), ("p", "string"), ("d", "date"), ("ts", "timestamp"),
-           ("x", "double"))
+           ("arr", "array<int>"), ("s", "struct<a: int, b: string>"), ("x", "double"))
 NAMES = [c for c, _ in COLUMNS]
 TYPES = dict(COLUMNS)
 PARTITIONINGS = [None, "p", "bucket(3, id)", "truncate(1, v)", "days(ts)", "years(d)", "p, bucket(2, n)",
@@ -70,6 +70,9 @@ LITERALS = {
     "d": ["NULL", "DATE '2024-01-01'", "DATE '2024-01-02'", "DATE '2023-12-31'", "DATE '2025-06-01'"],
     "ts": ["NULL", "TIMESTAMP '2024-01-01 00:00:00'", "TIMESTAMP '2024-01-01 23:59:59.999999'",
            "TIMESTAMP '2024-01-02 12:00:00'", "TIMESTAMP '2023-12-31 23:00:00'", "TIMESTAMP '2024-02-01 00:00:00'"],
+    "arr": ["NULL", "CAST(array() AS array<int>)", "array(1)", "array(1, 2)", "array(2, NULL)", "array(3, 1)"],
+    "s": ["NULL", "named_struct('a', 1, 'b', 'x')", "named_struct('a', NULL, 'b', 'y')",
+          "named_struct('a', 2, 'b', CAST(NULL AS string))", "named_struct('a', 1, 'b', 'y')"],
     "x": ["NULL", "0.0", "-0.0", "1.5", "-2.5", "1e10"],
 }
 
@@ -146,7 +149,8 @@ class Generator:
             8: [f"{q}n % 2 = 0", f"{q}id + {q}n > 5", f"coalesce({q}p, 'z') = 'z'", f"abs({q}n) = 1"],
             9: [f"year({q}d) = 2024", f"{q}ts < {q}d", f"to_date({q}ts) = DATE '2024-01-01'", f"hour({q}ts) = 23",
                 f"date_trunc('DAY', {q}ts) = TIMESTAMP '2024-01-01 00:00:00'"],
-            10: [f"{q}x > 1.0", f"{q}x = 0.0", f"{q}x <> {q}x"],
+            10: [f"{q}x > 1.0", f"{q}x = 0.0", f"{q}x <> {q}x", f"{q}s.a > 1", f"{q}s.b = 'y'", f"{q}s.a IS NULL",
+                 f"size({q}arr) > 1", f"array_contains({q}arr, 1)"],
             11: ["true", "false", f"{q}id IS NOT NULL AND {q}n IS NULL"],
         }[k])
 
@@ -176,9 +180,11 @@ class Generator:
     def assignments(self, q: str = "", src: str | None = None) -> tuple[tuple[str, str], ...]:
         options = [("n", f"{q}n + 1"), ("v", f"concat({q}v, 'x')"), ("p", self.literal("p")),
                    ("ts", f"{q}ts + INTERVAL 1 DAY"), ("x", f"{q}x * 2"), ("id", f"{q}id + 100"),
-                   ("d", f"date_add({q}d, 40)"), ("n", f"CASE WHEN {q}n > 1 THEN NULL ELSE 7 END")]
+                   ("d", f"date_add({q}d, 40)"), ("n", f"CASE WHEN {q}n > 1 THEN NULL ELSE 7 END"),
+                   ("arr", f"array_union({q}arr, array({q}n))"), ("s", f"named_struct('a', {q}s.a + 1, 'b', {q}v)"),
+                   ("s", self.literal("s"))]
         if src:
-            options += [(c, f"{src}{c}") for c in ("v", "n", "p", "ts", "x")]
+            options += [(c, f"{src}{c}") for c in ("v", "n", "p", "ts", "arr", "s", "x")]
         picked: dict[str, str] = {}
         for column, value in self.r.sample(options, self.r.randint(1, 3)):
             picked.setdefault(column, value)
@@ -244,7 +250,7 @@ class Generator:
                 f"INSERT INTO {{t}} SELECT * FROM {{t}} WHERE {self.cond()}",
                 f"INSERT OVERWRITE {{t}} SELECT * FROM {{t}} WHERE {self.cond()}",
                 # a table not partitioned by identity(p) is refused, by both engines
-                f"INSERT OVERWRITE {{t}} PARTITION (p = 'a') SELECT id, v, n, d, ts, x FROM {{t}} WHERE {self.cond()}",
+                f"INSERT OVERWRITE {{t}} PARTITION (p = 'a') SELECT id, v, n, d, ts, arr, s, x FROM {{t}} WHERE {self.cond()}",
                 "SET spark.sql.sources.partitionOverwriteMode=dynamic;\n"
                 f"INSERT OVERWRITE {{t}} SELECT * FROM {{t}} WHERE {self.cond()};\n"
                 "SET spark.sql.sources.partitionOverwriteMode=static"]), "other")
@@ -449,6 +455,13 @@ def _merge_answer(ice, before, schema, st: Statement) -> tuple[list, dict]:
     return sort_rows(rows), counts
 
 
+def _java_fails_on_nested_columns(java_stmt: dict) -> bool:
+    """Iceberg Java 1.10's rewrite_position_delete_files fails on any table with a list column
+    (its position_deletes table: "Invalid partition field parent: list<int>"), where pyice
+    rewrites them; Java's twin is left as it was, so it stays comparable."""
+    return "Invalid partition field parent: list" in java_stmt.get("error", "")
+
+
 def _same_outcome(what: str, error: Exception | None, java_stmt: dict) -> None:
     """pyice refused the statement if and only if Iceberg Java did."""
     assert (error is None) == ("error" not in java_stmt), \
@@ -496,7 +509,7 @@ def test_random_dml(ice, reference, tb: Table):
                 metric = "num_deleted_rows" if st.kind == "delete" else "num_updated_rows"
                 assert result[0][metric] == changed, f"{what}: {metric} {result[0][metric]}, SQL changes {changed}"
         elif st.kind == "maintenance":  # refused where Java refuses it (a table's sizes, say); rows stay
-            if java_twin_agrees:
+            if java_twin_agrees and not _java_fails_on_nested_columns(java_stmt):
                 _same_outcome(what, error, java_stmt)
             truth = sort_rows(list(r) for r in before)
         elif st.kind == "merge" and _rejected(st):
