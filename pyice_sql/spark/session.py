@@ -415,7 +415,7 @@ def _check_partition_clause(table: Table, stmt: st.Insert) -> None:
     schema = table.metadata.schema()
     identity = {field.name.lower() for f in table.metadata.spec().fields
                 if isinstance(f.transform, Identity) and (field := schema.find_field(f.source_id)) is not None}
-    for name in stmt.static_partition:
+    for name in [*stmt.static_partition, *stmt.dynamic_partition]:
         if name.lower() not in identity:
             raise AnalysisError(f"[NON_PARTITION_COLUMN] PARTITION clause cannot contain the non-partition column: "
                                 f"`{name}` ({table.full_name})", position=stmt.table.position)

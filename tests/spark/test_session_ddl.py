@@ -93,13 +93,18 @@ def test_partition_clause_names_identity_partition_columns_only(ice):
     ice.sql("INSERT INTO local.pc.t VALUES (1, 'a', TIMESTAMP '2024-01-01 00:00:00')")
     for sql in ("INSERT OVERWRITE local.pc.t PARTITION (ts = TIMESTAMP '2024-01-01 05:00:00') SELECT 4, 'a'",
                 "INSERT OVERWRITE local.pc.t PARTITION (id = 1) SELECT 'a', TIMESTAMP '2024-01-01 05:00:00'",
-                "INSERT INTO local.pc.t PARTITION (id = 1) SELECT 'a', TIMESTAMP '2024-01-01 05:00:00'"):
+                "INSERT INTO local.pc.t PARTITION (id = 1) SELECT 'a', TIMESTAMP '2024-01-01 05:00:00'",
+                # columns given no value are checked alike
+                "INSERT INTO local.pc.t PARTITION (ts) SELECT 4, 'a', TIMESTAMP '2024-01-01 05:00:00'",
+                "INSERT INTO local.pc.t PARTITION (p = 'a', id) SELECT 3, TIMESTAMP '2024-01-01 05:00:00'"):
         with pytest.raises(AnalysisError, match=r"\[NON_PARTITION_COLUMN\].*`(ts|id)`") as e:
             ice.sql(sql)
         assert e.value.position is not None
     assert rows(ice.sql("SELECT id, p FROM local.pc.t")) == [(1, "a")]
+    ice.sql("INSERT INTO local.pc.t PARTITION (p) SELECT 3, 'b', TIMESTAMP '2024-01-01 05:00:00'")
+    assert rows(ice.sql("SELECT id, p FROM local.pc.t")) == [(1, "a"), (3, "b")]
     ice.sql("INSERT OVERWRITE local.pc.t PARTITION (p = 'a') SELECT 2, TIMESTAMP '2024-01-01 05:00:00'")
-    assert rows(ice.sql("SELECT id, p FROM local.pc.t")) == [(2, "a")]
+    assert rows(ice.sql("SELECT id, p FROM local.pc.t")) == [(2, "a"), (3, "b")]
 
 
 def test_insert_select_maps_by_position_even_with_repeated_names(ice):

@@ -273,15 +273,18 @@ class _Parser(DdlParsing):
         if replace_where is not None and (tree.args.get("overwrite") or node.args.get("partition") is not None):
             raise self.error("INSERT INTO ... REPLACE WHERE takes no OVERWRITE or PARTITION clause", tree)
         static: dict[str, Any] = {}
+        dynamic: list[str] = []
         partition = node.args.get("partition")
         for item in partition.expressions if partition is not None else []:
             if isinstance(item, exp.EQ):
                 static[item.this.name] = self.literal(item.expression)
+            else:
+                dynamic.append(item.name)
         source = tree.expression
         if not isinstance(source, (exp.Query, exp.Values)):
             raise self.error("INSERT needs VALUES or a query", tree)
         return Insert(table, columns, self.query(source), bool(tree.args.get("overwrite")), static, by_name,
-                      replace_where)
+                      replace_where, tuple(dynamic))
 
     def update(self, tree: exp.Update) -> Statement | None:
         table = self.target_ref(tree.this)

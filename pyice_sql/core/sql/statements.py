@@ -309,7 +309,9 @@ class AlterTableDropRef(Statement):
 
 @dataclass(frozen=True)
 class Insert(Statement):
-    """INSERT INTO/OVERWRITE; `static_partition` holds PARTITION (p = literal) values.
+    """INSERT INTO/OVERWRITE; `static_partition` holds PARTITION (p = literal) values,
+    `dynamic_partition` the columns a PARTITION clause names without one (their values come from
+    the query).
 
     `by_name` matches the query's columns to the table's by name (INSERT ... BY NAME);
     `replace_where` is the condition of INSERT INTO ... REPLACE WHERE (an overwrite of the rows
@@ -323,6 +325,7 @@ class Insert(Statement):
     static_partition: dict[str, Any] = field(default_factory=dict)
     by_name: bool = False
     replace_where: exp.Expression | None = None
+    dynamic_partition: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
