@@ -36,6 +36,29 @@ _SPARK_TO_PRIMITIVE: tuple[tuple[tuple[type, ...], it.IcebergType], ...] = (
 )
 
 
+def parquet_node_ids(schema: Schema) -> dict[tuple[str, ...], int]:
+    """The path of names of each node of the Parquet schema Spark writes for `schema` (a list's
+    element under `list`, a map's key and value under `key_value`, as Iceberg's own writers name
+    them too) → its Iceberg field id: the ids the shim puts on a list/map table's files, and the
+    fields of a file written without ids, by the names it holds."""
+    out: dict[tuple[str, ...], int] = {}
+
+    def node(path: tuple[str, ...], t: it.IcebergType, field_id: int) -> None:
+        out[path] = field_id
+        if isinstance(t, it.StructType):
+            for f in t.fields:
+                node(path + (f.name,), f.type, f.field_id)
+        elif isinstance(t, it.ListType):
+            node(path + ("list", "element"), t.element, t.element_id)
+        elif isinstance(t, it.MapType):
+            node(path + ("key_value", "key"), t.key, t.key_id)
+            node(path + ("key_value", "value"), t.value, t.value_id)
+
+    for f in schema.fields:
+        node((f.name,), f.type, f.field_id)
+    return out
+
+
 def frame_schema(frame: DataFrame) -> T.StructType:
     """`frame.schema`. On a classic session it comes through the shim in pieces: a wide table's
     schema JSON passes 8 KB, and pyspark's own fetch then waits ~40 ms for it (Text.java)."""

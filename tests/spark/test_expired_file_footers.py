@@ -1,4 +1,4 @@
-"""Files whose snapshot expired are read by the names their footers give, each footer read once.
+"""Files whose snapshot expired are read by the names and types their footers give, each footer read once.
 
 After two columns swapped names, a file written before the swap holds `a`'s values under the name
 `b`; once its snapshot has expired, only its footer says so (`reader._held_schemas`). A session
@@ -45,3 +45,31 @@ def test_expired_files_read_by_footer_names_once(ice, monkeypatch):
         # each file of the first INSERT had its footer read once (a scan pruned by statistics reads
         # fewer), none again in the second round
         assert sorted(read_paths) == sorted(before_swap)
+
+
+@pytest.mark.parametrize("file_ids", [True, False], ids=["files-with-ids", "files-without-ids"])
+def test_expired_files_of_a_table_with_a_list_and_a_map(ice, monkeypatch, file_ids):
+    """A table with list/map columns, its `id` widened to bigint and `v` renamed to `w` after the
+    first INSERT, whose snapshot then expired: its files hold `id` as INT32, which Spark cannot
+    read as bigint (the scan failed: "Parquet column cannot be converted"). Files written without
+    ids (over Spark Connect, or before the shim wrote them) are matched by the current names, so
+    there the renamed `v` reads NULL (as before this test; Iceberg Java, through the table's name
+    mapping, which keeps old names, reads 'a' and 'b': a known gap, README)."""
+    from pyice_sql.spark.write import data_writer
+
+    if not file_ids:
+        monkeypatch.setattr(data_writer, "parquet_field_ids", lambda spark, schema: None)
+    t = "local.db.expired_nested"
+    ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
+    ice.sql(f"CREATE TABLE {t} (id int, v string, arr array<int>, m map<string, struct<z: int>>) USING iceberg")
+    ice.sql(f"INSERT INTO {t} VALUES (1, 'a', array(1, 2), map('k', named_struct('z', 5))), (2, 'b', NULL, NULL)")
+    ice.sql(f"ALTER TABLE {t} ALTER COLUMN id TYPE bigint")
+    ice.sql(f"ALTER TABLE {t} RENAME COLUMN v TO w")
+    ice.sql(f"INSERT INTO {t} VALUES (3, 'c', array(3), map())")
+    ice.sql(f"CALL local.system.expire_snapshots(table => '{t}', "
+            "older_than => TIMESTAMP '2999-01-01 00:00:00+00:00', retain_last => 1)").collect()
+    old_w = ["a", "b"] if file_ids else [None, None]
+    got = sorted(tuple(r) for r in ice.sql(f"SELECT id, w, arr, m['k'].z FROM {t}").collect())
+    assert got == [(1, old_w[0], [1, 2], 5), (2, old_w[1], None, None), (3, "c", [3], None)]
+    assert sorted(r[0] for r in ice.sql(f"SELECT id FROM {t} WHERE id = 1 OR array_contains(arr, 3)").collect()) \
+        == [1, 3]

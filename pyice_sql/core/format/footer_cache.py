@@ -19,8 +19,9 @@ from typing import Callable
 
 DEFAULT_MAX_FILES = 200_000
 
-# a leaf column with a field id: (field id, its path of names, physical type, logical type)
-Leaf = tuple[int, tuple[str, ...], "str | None", str]
+# a leaf column: (its field id, None in a file written without ids; its path of names; physical
+# type; logical type)
+Leaf = tuple["int | None", tuple[str, ...], "str | None", str]
 Leaves = tuple[Leaf, ...]
 
 
@@ -63,8 +64,8 @@ class FooterCache:
 
 
 def _leaves(footer: dict) -> Leaves:
-    return tuple((c["fieldId"], tuple(c["path"]), c.get("physicalType"), c.get("logicalType") or "")
-                 for c in footer["columns"] if c.get("fieldId") is not None)
+    return tuple((c.get("fieldId"), tuple(c["path"]), c.get("physicalType"), c.get("logicalType") or "")
+                 for c in footer["columns"])
 
 
 FOOTERS = FooterCache()

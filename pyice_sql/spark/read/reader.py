@@ -36,7 +36,7 @@ from pyice_sql.spark.frames import aliased, column, select_sql
 from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.file_keys import live_rows, lookup_facts, scan_keys
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
-from pyice_sql.spark.schema import FIELD_ID_KEY, schema_to_spark, to_spark_type
+from pyice_sql.spark.schema import FIELD_ID_KEY, parquet_node_ids, schema_to_spark, to_spark_type
 
 FILE_COL, POS_COL, SPEC_COL, PARTITION_COL, SEQ_COL = "_file", "_pos", "_spec_id", "_partition", "_seq"
 FIRST_ROW_ID_COL = "__first_row_id"  # the data file's first_row_id (format v3 row lineage)
@@ -167,8 +167,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
     groups: dict[tuple[Schema | None, frozenset[int]], list[str]] = {}
     read_schemas: dict[int, tuple[Schema | None, frozenset[int]]] = {}
     # files whose snapshot expired, of a table whose columns were renamed or widened: as their footers say
-    held = _held_schemas(spark, schema, [t for t in tasks if t.written_schema is None and t.changed_ids]) \
-        if with_ids else {}
+    held = _held_schemas(spark, schema, [t for t in tasks if t.written_schema is None and t.changed_ids])
     for t in tasks:
         written = t.written_schema or held.get(t.file.file_path)
         key = id(written)
@@ -330,8 +329,7 @@ def _held_schemas(spark: SparkSession, schema: Schema, tasks: list[FileScanTask]
     """Data file path → the part of `schema` the file holds, as it holds it (names, types), from
     the footers of `tasks`' files (kept between scans: `FOOTERS`): those whose written schema is
     unknown (their snapshot expired) in a table whose columns were renamed or widened
-    (`FileScanTask.changed_ids`). Files with field ids only (tables without lists or maps). Equal
-    schemas are one object."""
+    (`FileScanTask.changed_ids`). Equal schemas are one object."""
     if not tasks:
         return {}
     from pyice_sql.spark.connect_backend import ConnectBackend
@@ -347,23 +345,37 @@ def _held_schemas(spark: SparkSession, schema: Schema, tasks: list[FileScanTask]
 
 
 def _footer_schema(schema: Schema, leaves: Leaves) -> Schema:
-    """The fields of `schema` (struct-only) a Parquet file holds, by the field ids of its footer's
-    leaf columns, under the file's names and at its physical types."""
-    by_id = {leaf[0]: leaf for leaf in leaves}
+    """The fields of `schema` a Parquet file holds, by the field ids of its footer's leaf columns
+    (a leaf without one, of a file written without ids, by its path under the current names:
+    `parquet_node_ids`), under the file's names and at its physical types."""
+    by_path = parquet_node_ids(schema) if any(leaf[0] is None for leaf in leaves) else {}
+    by_id = {(leaf[0] if leaf[0] is not None else by_path.get(leaf[1])): leaf for leaf in leaves}
 
-    def held(f: it.NestedField, depth: int) -> tuple[it.NestedField, tuple[str, ...]] | None:
-        if isinstance(f.type, it.StructType):
-            kids = [k for k in (held(c, depth + 1) for c in f.type.fields) if k is not None]
+    def held(t: it.IcebergType, node_id: int, depth: int) -> tuple[it.IcebergType, tuple[str, ...]] | None:
+        """`t` (the node `node_id`, named at `depth` of its paths) as the file holds it, and one of
+        its leaves' paths; None where the file holds none of it."""
+        if isinstance(t, it.StructType):
+            kids = [(f, k) for f in t.fields if (k := held(f.type, f.field_id, depth + 1)) is not None]
             if not kids:
                 return None
-            path = kids[0][1]
-            return dataclasses.replace(f, name=path[depth], type=it.StructType(tuple(k for k, _ in kids))), path
-        leaf = by_id.get(f.field_id)
+            return it.StructType(tuple(dataclasses.replace(f, name=k[1][depth + 1], type=k[0]) for f, k in kids)), \
+                kids[0][1][1]
+        if isinstance(t, it.ListType):  # <name>/list/element
+            element = held(t.element, t.element_id, depth + 2)
+            return None if element is None else (dataclasses.replace(t, element=element[0]), element[1])
+        if isinstance(t, it.MapType):  # <name>/key_value/key, value
+            key, value = held(t.key, t.key_id, depth + 2), held(t.value, t.value_id, depth + 2)
+            if key is None and value is None:
+                return None
+            return (dataclasses.replace(t, key=key[0] if key else t.key, value=value[0] if value else t.value),
+                    (key or value)[1])
+        leaf = by_id.get(node_id)
         if leaf is None or len(leaf[1]) != depth + 1:
             return None
-        return dataclasses.replace(f, name=leaf[1][depth], type=_held_type(f.type, leaf)), leaf[1]
+        return _held_type(t, leaf), leaf[1]
 
-    fields = tuple(k for k, _ in filter(None, (held(f, 0) for f in schema.fields)))
+    fields = tuple(dataclasses.replace(f, name=h[1][0], type=h[0])
+                   for f in schema.fields if (h := held(f.type, f.field_id, 0)) is not None)
     return Schema(fields, schema.schema_id, schema.identifier_field_ids)
 
 

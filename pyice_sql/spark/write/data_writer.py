@@ -50,7 +50,7 @@ from pyice_sql.spark.connect_backend import is_connect, size_setting
 from pyice_sql.spark.frames import select_sql
 from pyice_sql.spark.jvm.bridge import load_shim
 from pyice_sql.spark.observations import observe, observed_metrics
-from pyice_sql.spark.schema import FIELD_ID_KEY, frame_schema, to_spark_type
+from pyice_sql.spark.schema import FIELD_ID_KEY, frame_schema, parquet_node_ids, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
 from pyice_sql.spark.write.partition_sql import transform_sql
 from pyice_sql.spark.write.stats import data_file_from_footer, top_level_leaves
@@ -387,32 +387,17 @@ FIELD_IDS_OPTION = "pyice.parquet.field-ids"  # FieldIdWriteSupport.IDS
 
 def parquet_field_ids(spark: SparkSession, schema: Schema) -> str | None:
     """The field ids of a table with list/map columns, for the shim's FieldIdParquetFormat: one
-    `path=id` entry per node of the Parquet schema Spark writes for it (a list's element under
-    `list`, a map's key and value under `key_value`; names with `%`, `/`, `,` or `=` escaped),
-    so its files carry an id on every node, as Iceberg Java's do. None where that format cannot be
+    `path=id` entry per node of the Parquet schema Spark writes for it (`parquet_node_ids`; names
+    with `%`, `/`, `,` or `=` escaped), so its files carry an id on every node, as Iceberg Java's
+    do. None where that format cannot be
     used (Spark Connect; a shim not on Spark's classpath, which Spark's data source lookup needs;
     `spark.sql.parquet.writeLegacyFormat`, whose other node names these paths do not spell): the
     files are then written with no ids at all, read through the table's name mapping."""
     if is_connect(spark) or load_shim(spark).mode != "classpath" \
             or spark.conf.get("spark.sql.parquet.writeLegacyFormat", "false").lower() == "true":
         return None
-    entries: list[str] = []
-
-    def node(prefix: str, name: str, t: it.IcebergType, field_id: int) -> None:
-        path = prefix + "".join(f"%{ord(c):02X}" if c in "%/,=" else c for c in name)
-        entries.append(f"{path}={field_id}")
-        if isinstance(t, it.StructType):
-            for f in t.fields:
-                node(path + "/", f.name, f.type, f.field_id)
-        elif isinstance(t, it.ListType):
-            node(path + "/list/", "element", t.element, t.element_id)
-        elif isinstance(t, it.MapType):
-            node(path + "/key_value/", "key", t.key, t.key_id)
-            node(path + "/key_value/", "value", t.value, t.value_id)
-
-    for f in schema.fields:
-        node("", f.name, f.type, f.field_id)
-    return ",".join(entries)
+    return ",".join("/".join("".join(f"%{ord(c):02X}" if c in "%/,=" else c for c in name) for name in path)
+                    + f"={field_id}" for path, field_id in parquet_node_ids(schema).items())
 
 
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,

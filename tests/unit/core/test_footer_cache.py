@@ -24,8 +24,9 @@ class _Reader:
 def test_a_footer_is_read_once_per_path_and_length():
     cache, read = FooterCache(), _Reader({"a": _footer("id", "x"), "b": _footer("id", "y")})
     first = cache.leaves([("a", 10), ("b", 20)], read)
-    assert first == [((1, ("id",), "INT32", ""), (2, ("x",), "INT32", "")),
-                     ((1, ("id",), "INT32", ""), (2, ("y",), "INT32", ""))]
+    no_id = (None, ("no_id",), "INT64", "")  # a column written without an id: kept, matched by name
+    assert first == [((1, ("id",), "INT32", ""), (2, ("x",), "INT32", ""), no_id),
+                     ((1, ("id",), "INT32", ""), (2, ("y",), "INT32", ""), no_id)]
     assert cache.leaves([("b", 20), ("a", 10)], read) == first[::-1]
     assert read.calls == [["a", "b"]]
     cache.leaves([("a", 11), ("b", 20)], read)  # another length: another file
