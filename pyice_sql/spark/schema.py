@@ -9,7 +9,7 @@ integration maps them.
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from pyspark.sql import DataFrame, types as T
 
@@ -36,26 +36,34 @@ _SPARK_TO_PRIMITIVE: tuple[tuple[tuple[type, ...], it.IcebergType], ...] = (
 )
 
 
-def parquet_node_ids(schema: Schema) -> dict[tuple[str, ...], int]:
+def parquet_node_ids(schema: Schema, former: Mapping[int, tuple[str, ...]] | None = None
+                     ) -> dict[tuple[str, ...], int]:
     """The path of names of each node of the Parquet schema Spark writes for `schema` (a list's
     element under `list`, a map's key and value under `key_value`, as Iceberg's own writers name
     them too) → its Iceberg field id: the ids the shim puts on a list/map table's files, and the
-    fields of a file written without ids, by the names it holds."""
+    fields of a file written without ids, by the names it holds. With `former` (field id → every
+    name it had), also the paths of those names, where no current path is spelled so (a file
+    written before a rename; as a name mapping keeps old names)."""
     out: dict[tuple[str, ...], int] = {}
 
-    def node(path: tuple[str, ...], t: it.IcebergType, field_id: int) -> None:
-        out[path] = field_id
+    def node(prefixes: list[tuple[str, ...]], name: str, t: it.IcebergType, field_id: int) -> None:
+        names = [name, *(n for n in (former or {}).get(field_id, ()) if n != name)]
+        paths = [p + (n,) for p in prefixes for n in names]
+        for path in paths:
+            out.setdefault(path, field_id)
         if isinstance(t, it.StructType):
             for f in t.fields:
-                node(path + (f.name,), f.type, f.field_id)
+                node(paths, f.name, f.type, f.field_id)
         elif isinstance(t, it.ListType):
-            node(path + ("list", "element"), t.element, t.element_id)
+            node([p + ("list",) for p in paths], "element", t.element, t.element_id)
         elif isinstance(t, it.MapType):
-            node(path + ("key_value", "key"), t.key, t.key_id)
-            node(path + ("key_value", "value"), t.value, t.value_id)
+            node([p + ("key_value",) for p in paths], "key", t.key, t.key_id)
+            node([p + ("key_value",) for p in paths], "value", t.value, t.value_id)
 
+    if former:  # current names first: a name one field had and another has now is the other's
+        out = parquet_node_ids(schema)
     for f in schema.fields:
-        node((f.name,), f.type, f.field_id)
+        node([()], f.name, f.type, f.field_id)
     return out
 
 

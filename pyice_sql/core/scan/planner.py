@@ -38,8 +38,12 @@ class FileScanTask:
     # and its own column names after a rename
     written_schema: Schema | None = field(default=None, compare=False, repr=False)
     # where that snapshot has expired: the ids of the fields whose name another field had, or whose
-    # type was promoted, in some schema of the table (the reader then asks the file's footer)
+    # type was promoted, in some schema of the table, or (in a table with a list or map, read by
+    # names) that were renamed: the reader then asks the file's footer
     changed_ids: frozenset[int] = field(default=frozenset(), compare=False, repr=False)
+    # and then every name each field id had in the table's schemas: a file written without ids is
+    # matched by them, as a name mapping matches it
+    former_names: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def file(self) -> DataFile:
@@ -138,12 +142,14 @@ def plan_files(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None,
                 m.skipped_by_metrics += 1
             else:
                 data.append((entry, manifest.manifest_path))
-    changed = _changed_ids(metadata) if written else frozenset()
+    names = _field_names(metadata) if written else {}
+    changed = _changed_ids(metadata, names) if written else frozenset()
     for entry, manifest_path in data:
         applicable = deletes.for_data_file(entry.data_file, entry.sequence_number or 0)
         known = written.get(entry.snapshot_id)
         plan.tasks.append(FileScanTask(entry, manifest_path, applicable, known,
-                                       changed if known is None else frozenset()))
+                                       changed if known is None else frozenset(),
+                                       names if known is None and changed else {}))
         m.bytes_to_scan += entry.data_file.file_size_in_bytes
     m.delete_files = len(plan.delete_files)
     m.planning_s = time.perf_counter() - started
@@ -174,10 +180,22 @@ def with_default_metrics(f: DataFile, defaults: dict[int, bytes] | None) -> Data
                                upper_bounds=merged(f.upper_bounds, defaults))
 
 
-def _changed_ids(metadata: TableMetadata) -> frozenset[int]:
+def _field_names(metadata: TableMetadata) -> dict[int, tuple[str, ...]]:
+    """Field id → every name it had in the table's schemas."""
+    names: dict[int, dict[str, None]] = {}
+    for schema in metadata.schemas:
+        for _, f in walk_fields(schema.struct):
+            names.setdefault(f.field_id, {})[f.name] = None
+    return {i: tuple(n) for i, n in names.items()}
+
+
+def _changed_ids(metadata: TableMetadata, names: dict[int, tuple[str, ...]]) -> frozenset[int]:
     """The ids of the fields (at any depth) whose full name, in any case, another field id had in
     some schema of the table (a column dropped and added again, names swapped), or whose type
-    differs between two schemas (promoted): a file of an unknown schema may hold them otherwise."""
+    differs between two schemas (promoted): a file of an unknown schema may hold them otherwise.
+    In a table with a list or map column, which Spark reads by names (`reader`), also those
+    renamed (`names`: every name of each id)."""
+    renamed = {i for i, n in names.items() if len(n) > 1} if metadata.schema().has_list_or_map() else set()
     ids_by_name: dict[tuple[str, ...], set[int]] = {}
     types_by_id: dict[int, set] = {}
     for schema in metadata.schemas:
@@ -186,7 +204,7 @@ def _changed_ids(metadata: TableMetadata) -> frozenset[int]:
             if is_primitive(f.type):
                 types_by_id.setdefault(f.field_id, set()).add(f.type)
     return frozenset({i for ids in ids_by_name.values() if len(ids) > 1 for i in ids}
-                     | {i for i, types in types_by_id.items() if len(types) > 1})
+                     | {i for i, types in types_by_id.items() if len(types) > 1} | renamed)
 
 
 def _written_schemas(metadata: TableMetadata) -> dict[int | None, Schema]:

@@ -340,15 +340,16 @@ def _held_schemas(spark: SparkSession, schema: Schema, tasks: list[FileScanTask]
 
     files = [(t.file.file_path, t.file.file_size_in_bytes) for t in tasks]
     per_file = FOOTERS.leaves(files, read)
-    held = {leaves: _footer_schema(schema, leaves) for leaves in set(per_file)}
+    held = {leaves: _footer_schema(schema, leaves, tasks[0].former_names) for leaves in set(per_file)}
     return {path: held[leaves] for (path, _), leaves in zip(files, per_file)}
 
 
-def _footer_schema(schema: Schema, leaves: Leaves) -> Schema:
+def _footer_schema(schema: Schema, leaves: Leaves, former_names: dict[int, tuple[str, ...]] | None = None
+                   ) -> Schema:
     """The fields of `schema` a Parquet file holds, by the field ids of its footer's leaf columns
-    (a leaf without one, of a file written without ids, by its path under the current names:
-    `parquet_node_ids`), under the file's names and at its physical types."""
-    by_path = parquet_node_ids(schema) if any(leaf[0] is None for leaf in leaves) else {}
+    (a leaf without one, of a file written without ids, by its path under the current names or
+    `former_names`: `parquet_node_ids`), under the file's names and at its physical types."""
+    by_path = parquet_node_ids(schema, former_names) if any(leaf[0] is None for leaf in leaves) else {}
     by_id = {(leaf[0] if leaf[0] is not None else by_path.get(leaf[1])): leaf for leaf in leaves}
 
     def held(t: it.IcebergType, node_id: int, depth: int) -> tuple[it.IcebergType, tuple[str, ...]] | None:
