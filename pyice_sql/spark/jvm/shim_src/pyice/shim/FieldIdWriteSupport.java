@@ -19,9 +19,10 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetWriteSupport;
  * are written by Spark's own code, only the schema in the footer changes (ids do not change a column's path).
  *
  * <p>{@link #IDS} lists {@code path=id} entries separated by commas, each path the node's names in the file
- * schema, with {@code %}, {@code /}, {@code ,} and {@code =} percent-encoded, joined by {@code /}: {@code arr/list/element=7}. A node it does not name
- * (the repeated {@code list} and {@code key_value} groups, which Iceberg leaves without an id) keeps none. A write
- * whose schema has a node that is neither named nor such a group fails, so a file never carries a partial set.
+ * schema ({@code %}, {@code /}, {@code ,} and {@code =} percent-encoded) joined by {@code /}:
+ * {@code arr/list/element=7}. A node it does not name (the repeated {@code list} and {@code key_value} groups,
+ * which Iceberg leaves without an id) keeps none. A write whose schema has a node that is neither named nor such
+ * a group fails, so a file never carries a partial set.
  */
 public final class FieldIdWriteSupport extends WriteSupport<InternalRow> {
     public static final String IDS = "pyice.parquet.field-ids";
