@@ -117,18 +117,14 @@ def _with_schema(md: TableMetadata, fields: tuple[it.NestedField, ...]) -> Table
 
 
 def _replace_field(fields: tuple[it.NestedField, ...], path: tuple[str, ...], fn) -> tuple[it.NestedField, ...]:
-    """Apply `fn(field) -> field | None` to the field at `path` (None drops it)."""
+    """Apply `fn(field) -> field | None` to the field at `path` (None drops it); a path goes into
+    a list by `element` and into a map by `key` and `value` (`arr.element.x`)."""
     out = []
     found = False
     for f in fields:
         if f.name.lower() == path[0].lower():
             found = True
-            if len(path) == 1:
-                new = fn(f)
-            elif isinstance(f.type, it.StructType):
-                new = dataclasses.replace(f, type=it.StructType(_replace_field(f.type.fields, path[1:], fn)))
-            else:
-                raise AnalysisError(f"column {'.'.join(path)} is not inside a struct")
+            new = fn(f) if len(path) == 1 else dataclasses.replace(f, type=_replace_inside(f.type, path, 1, fn))
             if new is not None:
                 out.append(new)
         else:
@@ -136,6 +132,37 @@ def _replace_field(fields: tuple[it.NestedField, ...], path: tuple[str, ...], fn
     if not found:
         raise AnalysisError(f"column {'.'.join(path)!r} does not exist")
     return tuple(out)
+
+
+def _replace_inside(t: it.IcebergType, path: tuple[str, ...], depth: int, fn) -> it.IcebergType:
+    """`t` (the type of `path[:depth]`) with `fn` applied at the rest of `path`. A list's element
+    and a map's value may change type or nullability, or hold the field changed; they cannot be
+    dropped or renamed, and a map's key cannot change (as Iceberg's schema update refuses)."""
+    if isinstance(t, it.StructType):
+        return it.StructType(_replace_field(t.fields, path[depth:], fn))
+    slots = ({"element": ("element_id", "element", "element_required")} if isinstance(t, it.ListType) else
+             {"key": ("key_id", "key", None), "value": ("value_id", "value", "value_required")}
+             if isinstance(t, it.MapType) else {})
+    name = path[depth].lower()
+    if not slots:
+        raise AnalysisError(f"column {'.'.join(path)} is not inside a struct, list or map")
+    if name not in slots:
+        raise AnalysisError(f"column {'.'.join(path)!r} does not exist: a {'list' if 'element' in slots else 'map'} "
+                            f"holds {' and '.join(slots)}")
+    id_attr, type_attr, required_attr = slots[name]
+    inner = it.NestedField(getattr(t, id_attr), name, getattr(t, type_attr),
+                           getattr(t, required_attr) if required_attr else True)
+    if depth + 1 < len(path):
+        new = dataclasses.replace(inner, type=_replace_inside(inner.type, path, depth + 1, fn))
+    else:
+        new = fn(inner)
+        if new is None or new.name != name or new.doc != inner.doc:
+            raise AnalysisError(f"cannot {'drop' if new is None else 'rename' if new.name != name else 'comment on'} "
+                                f"{'.'.join(path)}: a list's element or a map's key or value")
+    if name == "key" and new != inner:
+        raise AnalysisError(f"cannot change {'.'.join(path)}: a map's keys cannot be updated")
+    changed = {type_attr: new.type, **({required_attr: new.required} if required_attr else {})}
+    return dataclasses.replace(t, **changed)
 
 
 def json_default(md: TableMetadata, t: it.IcebergType, value: exp.Expression, required: bool,
@@ -172,7 +199,7 @@ def add_columns(md: TableMetadata, columns: tuple[NewColumn, ...], table_name: s
             raise AnalysisError(f"cannot add required column {'.'.join(c.path)}: existing rows have no value")
         new_field = it.NestedField(last + 1, c.path[-1], new_type, c.not_null, c.comment, default, default)
         last = last_after
-        if Schema(fields).find_field(".".join(c.path)) is not None:
+        if _field_at(Schema(fields), c.path) is not None:
             raise AnalysisError(f"column {'.'.join(c.path)!r} already exists")
         if len(c.path) == 1:
             fields = fields + (new_field,)
@@ -182,12 +209,34 @@ def add_columns(md: TableMetadata, columns: tuple[NewColumn, ...], table_name: s
     return _with_schema(md, fields)
 
 
+def _field_at(schema: Schema, path: tuple[str, ...]) -> it.NestedField | None:
+    """The field at `path` (case-insensitive), through lists by `element` and maps by `key` and
+    `value`, as a field of that name."""
+    field = None
+    t: it.IcebergType = schema.struct
+    for name in path:
+        name = name.lower()
+        if isinstance(t, it.StructType):
+            field = next((f for f in t.fields if f.name.lower() == name), None)
+        elif isinstance(t, it.ListType) and name == "element":
+            field = it.NestedField(t.element_id, name, t.element, t.element_required)
+        elif isinstance(t, it.MapType) and name in ("key", "value"):
+            field = it.NestedField(*((t.key_id, name, t.key, True) if name == "key"
+                                     else (t.value_id, name, t.value, t.value_required)))
+        else:
+            return None
+        if field is None:
+            return None
+        t = field.type
+    return field
+
+
 def drop_columns(md: TableMetadata, paths: tuple[tuple[str, ...], ...], if_exists: bool) -> TableMetadata:
     schema = md.schema()
     fields = schema.fields
     ids = set(schema.identifier_field_ids)
     for path in paths:
-        f = schema.find_field(".".join(path))
+        f = _field_at(schema, path)
         if f is None:
             if if_exists:
                 continue
@@ -244,8 +293,8 @@ def _ancestors(schema: Schema, path: tuple[str, ...]) -> list[it.NestedField]:
 
 def rename_column(md: TableMetadata, path: tuple[str, ...], new_name: str) -> TableMetadata:
     schema = md.schema()
-    parent = Schema(schema.fields).find_field(".".join(path[:-1])) if len(path) > 1 else None
-    siblings = parent.type.fields if parent is not None else schema.fields
+    parent = _field_at(schema, path[:-1]) if len(path) > 1 else None
+    siblings = parent.type.fields if parent is not None and isinstance(parent.type, it.StructType) else schema.fields
     if any(f.name.lower() == new_name.lower() for f in siblings if f.name.lower() != path[-1].lower()):
         raise AnalysisError(f"cannot rename {'.'.join(path)} to {new_name!r}: that name is taken")
     fields = _replace_field(schema.fields, path, lambda f: dataclasses.replace(f, name=new_name))

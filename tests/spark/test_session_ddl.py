@@ -1,6 +1,8 @@
 """DDL, DataFrame API and time travel through IceSession (answers computed by hand)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pyice_sql.core.errors import AnalysisError, NoSuchNamespaceError
@@ -129,3 +131,23 @@ def test_insert_store_assignment_refuses_and_checks_like_spark(ice):
         ice.sql("INSERT INTO local.sa.t VALUES (1, 1234.5)")
     ice.sql("INSERT INTO local.sa.t VALUES (7, 123.45)")
     assert [tuple(r) for r in ice.sql("SELECT id, CAST(d AS string) FROM local.sa.t").collect()] == [(7, "123.45")]
+
+
+def test_what_cannot_change_inside_lists_and_maps(ice):
+    """A list's element and a map's value may be widened (tests/interop/test_written_by_pyice.py
+    evolves them, Java reading); Iceberg Java refuses a map key's change and dropping an element,
+    and so does pyice, naming the column; Spark cannot rename an element. pyice also refuses a
+    comment on one (Java takes it; pyice's schema has nowhere to keep it)."""
+    ice.sql("CREATE DATABASE local.nest")
+    ice.sql("CREATE TABLE local.nest.t (id int, arr array<int>, m map<int, int>) USING iceberg")
+    for change, message in (("ALTER COLUMN m.key TYPE bigint", "m.key: a map's keys cannot be updated"),
+                            ("DROP COLUMN arr.element", "cannot drop arr.element"),
+                            ("RENAME COLUMN arr.element TO x", "cannot rename arr.element"),
+                            ("ALTER COLUMN arr.element COMMENT 'c'", "cannot comment on arr.element"),
+                            ("ALTER COLUMN arr.elem TYPE bigint", "'arr.elem' does not exist"),
+                            ("ALTER COLUMN id.x TYPE bigint", "not inside a struct, list or map")):
+        with pytest.raises(AnalysisError, match=re.escape(message)):
+            ice.sql(f"ALTER TABLE local.nest.t {change}")
+    ice.sql("ALTER TABLE local.nest.t ALTER COLUMN m.value TYPE bigint")
+    assert [tuple(r)[:2] for r in ice.sql("DESCRIBE local.nest.t").collect()] == [
+        ("id", "int"), ("arr", "array<int>"), ("m", "map<int,bigint>")]
