@@ -10,10 +10,10 @@ EXISTS, scalar aggregates) in DELETE and UPDATE conditions, and between them par
 write-mode switches, write orders and distributions, schema evolution, snapshot expiry and
 maintenance (compaction, manifest and delete-file rewrites, the upgrade to format v3: rows must
 stay as they were, and each is refused where Java refuses it). The schema changes keep the columns'
-names, so every statement and truth below reads the same columns: `n` or `id` widened to bigint
-(old files keep int values and int statistics), and `x` dropped and added again (the last column,
-so it comes back in its place; a new field id: old files still hold a column named `x`, whose
-values and statistics are no longer the table's).
+names, so every statement and truth below reads the same columns: `n`, `id`, `arr`'s element or
+`s.a` widened to bigint (old files keep int values and int statistics), and `x` dropped and added
+again (the last column, so it comes back in its place; a new field id: old files still hold a
+column named `x`, whose values and statistics are no longer the table's).
 
 Truth for each statement, independent of pyice:
 - DELETE and UPDATE: Spark itself, evaluating the statement's condition and values over our rows
@@ -222,7 +222,8 @@ class Generator:
                 return Statement("CALL {c}.system.expire_snapshots(table => '{t}', "
                                  "older_than => TIMESTAMP '2999-01-01 00:00:00+00:00', retain_last => 1)", "other")
             if k == 4:
-                return Statement(f"ALTER TABLE {{t}} ALTER COLUMN {r.choice(['id', 'n'])} TYPE bigint", "other")
+                column = r.choice(["id", "n", "arr.element", "s.a"])
+                return Statement(f"ALTER TABLE {{t}} ALTER COLUMN {column} TYPE bigint", "other")
             if k == 5:
                 return Statement("ALTER TABLE {t} DROP COLUMN x;\nALTER TABLE {t} ADD COLUMN x double", "other")
             if k == 0:
