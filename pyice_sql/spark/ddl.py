@@ -134,24 +134,33 @@ def _replace_field(fields: tuple[it.NestedField, ...], path: tuple[str, ...], fn
     return tuple(out)
 
 
+# a list's element, a map's key and value: the attributes of their id, type and nullability
+_INNER = {"element": ("element_id", "element", "element_required"), "key": ("key_id", "key", None),
+          "value": ("value_id", "value", "value_required")}
+
+
+def _inner_field(t: it.IcebergType, name: str) -> it.NestedField | None:
+    """A list's element or a map's key or value, as a field of that name; None where `t` has none."""
+    if not (isinstance(t, it.ListType) and name == "element" or isinstance(t, it.MapType) and name in ("key", "value")):
+        return None
+    id_attr, type_attr, required_attr = _INNER[name]
+    return it.NestedField(getattr(t, id_attr), name, getattr(t, type_attr),
+                          getattr(t, required_attr) if required_attr else True)
+
+
 def _replace_inside(t: it.IcebergType, path: tuple[str, ...], depth: int, fn) -> it.IcebergType:
     """`t` (the type of `path[:depth]`) with `fn` applied at the rest of `path`. A list's element
     and a map's value may change type or nullability, or hold the field changed; they cannot be
     dropped or renamed, and a map's key cannot change (as Iceberg's schema update refuses)."""
     if isinstance(t, it.StructType):
         return it.StructType(_replace_field(t.fields, path[depth:], fn))
-    slots = ({"element": ("element_id", "element", "element_required")} if isinstance(t, it.ListType) else
-             {"key": ("key_id", "key", None), "value": ("value_id", "value", "value_required")}
-             if isinstance(t, it.MapType) else {})
-    name = path[depth].lower()
-    if not slots:
+    if not isinstance(t, (it.ListType, it.MapType)):
         raise AnalysisError(f"column {'.'.join(path)} is not inside a struct, list or map")
-    if name not in slots:
-        raise AnalysisError(f"column {'.'.join(path)!r} does not exist: a {'list' if 'element' in slots else 'map'} "
-                            f"holds {' and '.join(slots)}")
-    id_attr, type_attr, required_attr = slots[name]
-    inner = it.NestedField(getattr(t, id_attr), name, getattr(t, type_attr),
-                           getattr(t, required_attr) if required_attr else True)
+    name = path[depth].lower()
+    inner = _inner_field(t, name)
+    if inner is None:
+        raise AnalysisError(f"column {'.'.join(path)!r} does not exist: a "
+                            f"{'list holds element' if isinstance(t, it.ListType) else 'map holds key and value'}")
     if depth + 1 < len(path):
         new = dataclasses.replace(inner, type=_replace_inside(inner.type, path, depth + 1, fn))
     else:
@@ -161,8 +170,8 @@ def _replace_inside(t: it.IcebergType, path: tuple[str, ...], depth: int, fn) ->
                                 f"{'.'.join(path)}: a list's element or a map's key or value")
     if name == "key" and new != inner:
         raise AnalysisError(f"cannot change {'.'.join(path)}: a map's keys cannot be updated")
-    changed = {type_attr: new.type, **({required_attr: new.required} if required_attr else {})}
-    return dataclasses.replace(t, **changed)
+    _, type_attr, required_attr = _INNER[name]
+    return dataclasses.replace(t, **{type_attr: new.type, **({required_attr: new.required} if required_attr else {})})
 
 
 def json_default(md: TableMetadata, t: it.IcebergType, value: exp.Expression, required: bool,
@@ -216,15 +225,8 @@ def _field_at(schema: Schema, path: tuple[str, ...]) -> it.NestedField | None:
     t: it.IcebergType = schema.struct
     for name in path:
         name = name.lower()
-        if isinstance(t, it.StructType):
-            field = next((f for f in t.fields if f.name.lower() == name), None)
-        elif isinstance(t, it.ListType) and name == "element":
-            field = it.NestedField(t.element_id, name, t.element, t.element_required)
-        elif isinstance(t, it.MapType) and name in ("key", "value"):
-            field = it.NestedField(*((t.key_id, name, t.key, True) if name == "key"
-                                     else (t.value_id, name, t.value, t.value_required)))
-        else:
-            return None
+        field = (next((f for f in t.fields if f.name.lower() == name), None) if isinstance(t, it.StructType)
+                 else _inner_field(t, name))
         if field is None:
             return None
         t = field.type
