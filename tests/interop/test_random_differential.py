@@ -6,11 +6,11 @@ a time transform; format v2 or v3; each row-level statement kind in its own writ
 of NULLs, signed zeros, microsecond timestamps, a list and a struct column) and random statements
 on them: DELETE, UPDATE, INSERT (of values, of the table's own rows, INSERT OVERWRITE static and
 dynamic), MERGE with every clause kind, subqueries over the target ((NOT) IN, correlated (NOT)
-EXISTS, scalar aggregates) in DELETE and UPDATE conditions, and between them partition evolution (fields added and dropped),
-write-mode switches, write orders and distributions, schema evolution, snapshot expiry and
-maintenance (compaction, manifest and delete-file rewrites, the upgrade to format v3: rows must
-stay as they were, and each is refused where Java refuses it). The schema changes keep the columns'
-names, so every statement and truth below reads the same columns: `n`, `id`, `arr`'s element or
+EXISTS, scalar aggregates) in DELETE and UPDATE conditions, and between them partition evolution
+(fields added and dropped), write-mode switches, write orders and distributions, schema evolution,
+snapshot expiry and maintenance (compaction, manifest and delete-file rewrites, the upgrade to
+format v3: rows must stay as they were, and each is refused where Java refuses it). The schema
+changes keep the columns' names, so every statement and truth below reads the same columns: `n`, `id`, `arr`'s element or
 `s.a` widened to bigint (old files keep int values and int statistics), and `x` dropped and added
 again (the last column, so it comes back in its place; a new field id: old files still hold a
 column named `x`, whose values and statistics are no longer the table's).
@@ -251,7 +251,8 @@ class Generator:
                 f"INSERT INTO {{t}} SELECT * FROM {{t}} WHERE {self.cond()}",
                 f"INSERT OVERWRITE {{t}} SELECT * FROM {{t}} WHERE {self.cond()}",
                 # a table not partitioned by identity(p) is refused, by both engines
-                f"INSERT OVERWRITE {{t}} PARTITION (p = 'a') SELECT id, v, n, d, ts, arr, s, x FROM {{t}} WHERE {self.cond()}",
+                f"INSERT OVERWRITE {{t}} PARTITION (p = 'a') SELECT id, v, n, d, ts, arr, s, x FROM {{t}} "
+                f"WHERE {self.cond()}",
                 "SET spark.sql.sources.partitionOverwriteMode=dynamic;\n"
                 f"INSERT OVERWRITE {{t}} SELECT * FROM {{t}} WHERE {self.cond()};\n"
                 "SET spark.sql.sources.partitionOverwriteMode=static"]), "other")
