@@ -330,11 +330,11 @@ def test_footer_stats_missing_file_fails(shim, tmp_path):
 
 def test_list_and_map_files_carry_every_field_id(ice, shim, warehouse):
     """Spark puts no ids on list elements or map keys/values; the shim's FieldIdParquetFormat does,
-    on every column of each file (the ids as the table's schema assigned them)."""
+    on every column of each file (the ids as the table's schema assigned them). Where Spark cannot
+    look that format up by name (the shim loaded into a running session), no column has an id:
+    never a partial set."""
     from pyice_sql.core.catalog.base import TableIdentifier
 
-    if shim.mode != "classpath":
-        pytest.skip("FieldIdParquetFormat is looked up by name on Spark's class path")
     ice.sql("CREATE TABLE local.db.nested (id int, arr array<int>, `m,=/%` map<string, struct<z: int>>) USING iceberg")
     ice.sql("INSERT INTO local.db.nested VALUES (1, array(1), map('k', named_struct('z', 2))), (2, NULL, NULL)")
     table = ice.load("local", TableIdentifier(("db",), "nested"))
@@ -342,6 +342,8 @@ def test_list_and_map_files_carry_every_field_id(ice, shim, warehouse):
     arr, m = schema.fields[1].type, schema.fields[2].type
     expected = {("id",): schema.fields[0].field_id, ("arr", "list", "element"): arr.element_id,
                 ("m,=/%", "key_value", "key"): m.key_id, ("m,=/%", "key_value", "value", "z"): m.value.fields[0].field_id}
+    if shim.mode != "classpath":
+        expected = dict.fromkeys(expected)
     files = [str(p) for p in Path(warehouse, "db", "nested", "data").rglob("*.parquet")]
     assert files
     for stats in shim.footer_stats(files):
