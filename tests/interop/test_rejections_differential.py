@@ -141,6 +141,7 @@ SCENARIOS = [
              error="merge_subquery"),
         Step(M + "WHEN NOT MATCHED BY SOURCE AND t.n > (SELECT min(n) FROM {src}) THEN UPDATE SET v = 'x'",
              error="merge_subquery"),
+        Step(M + "WHEN MATCHED AND any(s.n > 1) THEN DELETE", error="merge_aggregate"),  # not `= ANY (SELECT ...)`
         M + "WHEN MATCHED AND s.n > 15 THEN UPDATE SET v = s.v " + INS + "(s.id, s.v, s.n)",
     ]),
     S("merge_values", BASE, None, SETUP, [
@@ -200,6 +201,12 @@ SCENARIOS = [
         M + "AND t.c IS NOT NULL WHEN MATCHED THEN UPDATE SET v = 'on' " + INS + "(s.id, s.v, s.n)",
         M + "WHEN MATCHED AND t.c.y = 'b' THEN DELETE "
         "WHEN NOT MATCHED BY SOURCE AND (t.c.y = 'b' OR t.c IS NULL) THEN UPDATE SET v = 'nmbs'",
+        # higher-order `exists` is a function, not an EXISTS subquery (sqlglot gives both one node)
+        "UPDATE {t} SET n = CASE WHEN exists(a, x -> x > 4) THEN n + 1000 ELSE n END "
+        "WHERE NOT exists(a, x -> x IS NULL)",
+        M + "WHEN MATCHED AND exists(map_values(t.m), x -> x > 2) THEN UPDATE SET v = CASE WHEN "
+        "exists(t.a, y -> y = 3) THEN 'hx' ELSE 'hn' END WHEN NOT MATCHED AND exists(array(s.n), x -> x > 60) "
+        "THEN INSERT (id, v, n) VALUES (s.id, 'hof', s.n)",
         "DELETE FROM {t} WHERE c IS NULL AND m IS NULL",
     ]),
     S("required_nested", "id int, v string, r struct<q:int NOT NULL, y:string>", None, [

@@ -83,7 +83,9 @@ def _merge_condition(cond: exp.Expression, action: str) -> None:
                    f"MERGE {action} condition: non-deterministic expressions are not allowed")
     for sub in _subqueries(cond):
         _reject("UNSUPPORTED_MERGE_CONDITION.SUBQUERY", f"MERGE {action} condition: subqueries are not allowed", sub)
-    for agg in cond.find_all(exp.AggFunc):
+    for agg in cond.find_all(exp.AggFunc, exp.Any):
+        if isinstance(agg, exp.Any) and isinstance(agg.this, exp.Query):
+            continue
         _reject("UNSUPPORTED_MERGE_CONDITION.AGGREGATE", f"MERGE {action} condition: aggregates are not allowed: "
                 f"{agg.sql(dialect='spark')}", agg)
 
@@ -120,7 +122,12 @@ def _subqueries(e: exp.Expression) -> Iterator[exp.Expression]:
 
 
 def _is_predicate_subquery(node: exp.Expression) -> bool:
-    return isinstance(node, _PREDICATE_SUBQUERIES) or (isinstance(node, exp.In) and node.args.get("query") is not None)
+    """IN (SELECT ...), EXISTS (SELECT ...), = ANY (SELECT ...): sqlglot parses Spark's
+    higher-order `exists(array, x -> ...)` and aggregate `any(cond)` into the same nodes, over
+    an expression instead of a query."""
+    if isinstance(node, exp.In):
+        return node.args.get("query") is not None
+    return isinstance(node, _PREDICATE_SUBQUERIES) and isinstance(node.this, exp.Query)
 
 
 def _inside_subquery(node: exp.Expression, root: exp.Expression) -> bool:
