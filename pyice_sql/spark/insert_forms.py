@@ -19,6 +19,7 @@ from pyice_sql.core.errors import AnalysisError, SqlPosition, UnsupportedError
 from pyice_sql.core.expr.from_sql import target_columns, to_predicate
 from pyice_sql.core.expr.predicates import Expression
 from pyice_sql.core.sql import statements as st
+from pyice_sql.core.sql.dialect import DIALECT
 
 
 def by_name_columns(table: Table, df: DataFrame, position: SqlPosition | None) -> tuple[str, ...]:
@@ -54,7 +55,7 @@ def replace_where_filter(table: Table, ref: st.TableRef, cond: st.exp.Expression
     inclusive = to_predicate(cond, resolve, schema, "inclusive", zone=zone)
     if inclusive != to_predicate(cond, resolve, schema, "strict", zone=zone):
         raise UnsupportedError(
-            f"REPLACE WHERE on {table.full_name}: cannot translate {cond.sql(dialect='spark')} to an Iceberg "
+            f"REPLACE WHERE on {table.full_name}: cannot translate {cond.sql(dialect=DIALECT)} to an Iceberg "
             "filter (use comparisons, IN, IS NULL, LIKE 'prefix%' of columns with literals)",
             position=st.position_of(cond) or ref.position)
     return inclusive

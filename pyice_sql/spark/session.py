@@ -31,6 +31,7 @@ from pyice_sql.core.catalog.sql import SqlCatalog
 from pyice_sql.spark.rowlevel.dml import RowLevelExecutor, result_frame
 from pyice_sql.core.plan.defaults import values_with_defaults, write_default
 from pyice_sql.core.plan.explain import explain_text
+from pyice_sql.core.sql.dialect import DIALECT
 from pyice_sql.core.scan.planner import plan_files
 from pyice_sql.core.errors import (
     AnalysisError, NoSuchTableError, NotNullViolationError, PyIceError, SqlPosition, UnsupportedError,
@@ -229,7 +230,7 @@ class IceSession(DdlStatements):
                     if not remote:
                         frames[name].createOrReplaceTempView(name)
                         own.append(name)
-            sql = st.replace_tables(query.expression, lambda r: views[r]).sql(dialect="spark")
+            sql = st.replace_tables(query.expression, lambda r: views[r]).sql(dialect=DIALECT)
             if remote and frames:  # a Connect DataFrame stays an unresolved plan: bind scans as arguments, not views
                 return self.spark.sql(_placeholders(sql, frames), **frames)
             return self.spark.sql(sql)
@@ -348,7 +349,7 @@ class IceSession(DdlStatements):
                     value = zoned_instant(value, spark_session_zone(self.spark))
                 cols.append(F.lit(value).alias(f.name))
             elif (default := write_default(f)) is not None:  # NULL, or the column's v3 write-default
-                cols.append(F.expr(default.sql(dialect="spark")).alias(f.name))
+                cols.append(F.expr(default.sql(dialect=DIALECT)).alias(f.name))
             else:
                 missing.append(f.name)
                 cols.append(F.lit(None).alias(f.name))

@@ -40,6 +40,7 @@ from pyice_sql.core.model.conversions import (
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.model.types import IcebergType, NestedField, PrimitiveType, is_floating
 from pyice_sql.core.model.zones import UTC, is_fixed_offset
+from pyice_sql.core.sql.dialect import DIALECT
 
 Mode = Literal["inclusive", "strict"]
 TargetColumn = Callable[[exp.Expression], "str | None"]
@@ -415,4 +416,4 @@ def constant_value(node: exp.Expression, t: IcebergType, zone: dt.tzinfo | None 
         value = _literal(node, zone)
         return None if value is None else _convert(t, value, zone, stored=True)
     except _Untranslatable:
-        raise ValueError(f"{node.sql(dialect='spark')} is not a constant of type {t}") from None
+        raise ValueError(f"{node.sql(dialect=DIALECT)} is not a constant of type {t}") from None

@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from pyice_sql.core.errors import AnalysisError
 from pyice_sql.core.plan.nodes import NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Instruction, RowLevelPlan
+from pyice_sql.core.sql.dialect import DIALECT
 from pyice_sql.core.sql.statements import position_of
 
 _SEES = {NOT_MATCHED: "the source", NOT_MATCHED_BY_SOURCE: "the target"}
@@ -62,6 +63,6 @@ class _Scope:
         elif qualifier.name.lower() in self.columns:  # `x.f`: field f of the visible side's column x
             column.replace(exp.Dot(this=exp.Column(this=qualifier.copy(), table=alias), expression=column.this.copy()))
         elif qualifier.name.lower() == self.hidden:
-            raise AnalysisError(f"[UNRESOLVED_COLUMN] {column.sql(dialect='spark')} cannot be resolved: a "
+            raise AnalysisError(f"[UNRESOLVED_COLUMN] {column.sql(dialect=DIALECT)} cannot be resolved: a "
                                 f"{_CLAUSE[self.ins.kind]} clause sees only {_SEES[self.ins.kind]} "
                                 f"({self.visible})", position=position_of(column) or self.ins.position)

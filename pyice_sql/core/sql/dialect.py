@@ -463,8 +463,15 @@ class PyIceSpark(Spark):
         KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k not in ("CALL", "EXPLAIN")}
         COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW}
 
+    class Generator(Spark.Generator):
+        # sqlglot writes Spark's to_char(x, format) as CAST(x AS STRING), dropping the format
+        TRANSFORMS = {**Spark.Generator.TRANSFORMS,
+                      exp.ToChar: lambda self, e: self.func("TO_CHAR", e.this, e.args.get("format"))}
+
     Parser = PyIceSparkParser
-DIALECT = PyIceSpark()  # the one dialect instance the parser and procedure arguments use
+
+
+DIALECT = PyIceSpark()  # the one dialect instance the parser, procedure arguments and generated SQL use
 
 
 def quote_identifier(name: str) -> str:

@@ -30,7 +30,7 @@ from pyice_sql.core.model.default_values import read_as_initial_default
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.defaults import default_sql
 from pyice_sql.core.scan.planner import FileScanTask
-from pyice_sql.core.sql.dialect import quote_identifier as quote
+from pyice_sql.core.sql.dialect import DIALECT, quote_identifier as quote
 from pyice_sql.spark.connect_backend import is_connect
 from pyice_sql.spark.frames import aliased, column, select_sql
 from pyice_sql.spark.local_relation import local_rows
@@ -233,7 +233,7 @@ def read_tasks(spark: SparkSession, schema: Schema, tasks: list[FileScanTask],
             continue
         cols = [F.col(n) for n in names] if read_schema is None else [
             _as_current(r, f) for r, f in zip(read_schema.fields, schema.fields)]
-        cols = [F.expr(default_sql(f.type, f.initial_default, f.name).sql(dialect="spark")).alias(f.name)
+        cols = [F.expr(default_sql(f.type, f.initial_default, f.name).sql(dialect=DIALECT)).alias(f.name)
                 if f.field_id in defaulted else c for c, f in zip(cols, schema.fields)]
         frames.append(part.select(*cols, *[F.expr(e) for e in (_ROW_ID if row_identity else [])]))
     data = functools.reduce(DataFrame.union, frames)

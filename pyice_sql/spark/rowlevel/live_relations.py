@@ -29,7 +29,7 @@ from sqlglot import exp
 from pyice_sql.core.catalog.base import Table, TableIdentifier
 from pyice_sql.core.errors import NoSuchTableError
 from pyice_sql.core.sql import statements as st
-from pyice_sql.core.sql.dialect import quote_identifier as _quote
+from pyice_sql.core.sql.dialect import DIALECT, quote_identifier as _quote
 from pyice_sql.spark.connect_backend import analyzed_text, temp_views
 
 _names = itertools.count()
@@ -88,7 +88,7 @@ class LiveRelations:
             tree.set("this", exp.Table(this=exp.to_identifier(names[self._key(query.tables[0])], quoted=True)))
         else:
             tree = st.replace_tables(tree, lambda ref: names[self._key(ref)])
-        return self.spark.sql(tree.sql(dialect="spark"))
+        return self.spark.sql(tree.sql(dialect=DIALECT))
 
     def cached_name(self, ref: st.TableRef) -> str | None:
         """The live relation of `ref` when it is cached (a query must read it to use the cache)."""

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from pyice_sql.core.errors import ExpressionNotAllowedError
 from pyice_sql.core.plan.nodes import DELETE, INSERT, NOT_MATCHED, RowLevelPlan
+from pyice_sql.core.sql.dialect import DIALECT
 from pyice_sql.core.sql.statements import TableRef, position_of
 
 # Spark's Nondeterministic expressions, by SQL function name (sqlglot spells some as their own nodes).
@@ -87,13 +88,13 @@ def _merge_condition(cond: exp.Expression, action: str) -> None:
         if isinstance(agg, exp.Any) and isinstance(agg.this, exp.Query):
             continue
         _reject("UNSUPPORTED_MERGE_CONDITION.AGGREGATE", f"MERGE {action} condition: aggregates are not allowed: "
-                f"{agg.sql(dialect='spark')}", agg)
+                f"{agg.sql(dialect=DIALECT)}", agg)
 
 
 def _deterministic(e: exp.Expression, error_class: str, message: str) -> None:
     for node in e.walk():
         if isinstance(node, exp.Func) and _function_name(node) in NONDETERMINISTIC:
-            _reject(error_class, f"{message}: {node.sql(dialect='spark')}", node)
+            _reject(error_class, f"{message}: {node.sql(dialect=DIALECT)}", node)
 
 
 def _no_unsupported_subquery(value: exp.Expression, where: str, outer: set[str]) -> None:

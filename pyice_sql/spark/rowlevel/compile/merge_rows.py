@@ -31,7 +31,7 @@ from sqlglot import exp
 from pyice_sql.core.model.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS
 from pyice_sql.core.model.schema import Schema
 from pyice_sql.core.plan.nodes import INSERT, MATCHED, NOT_MATCHED, UPDATE, RowLevelPlan
-from pyice_sql.core.sql.dialect import quote_identifier as _q
+from pyice_sql.core.sql.dialect import DIALECT, quote_identifier as _q
 
 SOURCE_MARK = "__pyice_s"
 OP, FILE, POS, KEY_PREFIX = "__row_operation", "__file", "__pos", "__key_"
@@ -48,7 +48,7 @@ TARGET_KEEPING_JOIN = {"inner": "left outer", "right outer": "full outer"}
 
 
 def _sql(e: exp.Expression) -> str:
-    return e.sql(dialect="spark")
+    return e.sql(dialect=DIALECT)
 
 
 def _kind_test(plan: RowLevelPlan, kind: str) -> str:

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from pyice_sql.core.errors import AnalysisError, SqlPosition
 from pyice_sql.core.plan.nodes import RowLevelPlan
-from pyice_sql.core.sql.dialect import quote_identifier as _q
+from pyice_sql.core.sql.dialect import DIALECT, quote_identifier as _q
 from pyice_sql.spark.schema import frame_schema
 
 _INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
@@ -209,7 +209,7 @@ def check_values(plan: RowLevelPlan, value_types: dict[str, T.DataType], target:
     out = {}
     for k, ins in enumerate(plan.instructions):
         for column, value in ins.values.items():
-            out[(k, column)] = stored_value_sql(value.sql(dialect="spark"), value_types[name_of(k, column)],
+            out[(k, column)] = stored_value_sql(value.sql(dialect=DIALECT), value_types[name_of(k, column)],
                                                 targets[column], column, True, f"{plan.command} assignment",
                                                 ins.position)
     return out
