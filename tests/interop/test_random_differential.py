@@ -3,17 +3,18 @@
 The hand-written scenarios (test_dml_differential.py) cover what we thought of; this covers
 combinations nobody wrote down: seeded random tables (partitioned by identity, bucket, truncate or
 a time transform; format v2 or v3; each row-level statement kind in its own write mode; rows full
-of NULLs, signed zeros, microsecond timestamps, a list and a struct column) and random statements
-on them: DELETE, UPDATE, INSERT (of values, of the table's own rows, INSERT OVERWRITE static and
-dynamic), MERGE with every clause kind, subqueries over the target ((NOT) IN, correlated (NOT)
-EXISTS, scalar aggregates) in DELETE and UPDATE conditions, and between them partition evolution
-(fields added and dropped), write-mode switches, write orders and distributions, schema evolution,
-snapshot expiry and maintenance (compaction, manifest and delete-file rewrites, the upgrade to
-format v3: rows must stay as they were, and each is refused where Java refuses it). The schema
-changes keep the columns' names, so every statement and truth below reads the same columns: `n`, `id`, `arr`'s element or
-`s.a` widened to bigint (old files keep int values and int statistics), and `x` dropped and added
-again (the last column, so it comes back in its place; a new field id: old files still hold a
-column named `x`, whose values and statistics are no longer the table's).
+of NULLs, signed zeros, microsecond timestamps, a list, a struct and a map column) and random
+statements on them: DELETE, UPDATE, INSERT (of values, of the table's own rows, INSERT OVERWRITE
+static and dynamic), MERGE with every clause kind, subqueries over the target ((NOT) IN,
+correlated (NOT) EXISTS, scalar aggregates) in DELETE and UPDATE conditions, and between them
+partition evolution (fields added and dropped), write-mode switches, write orders and
+distributions, schema evolution, snapshot expiry and maintenance (compaction, manifest and
+delete-file rewrites, the upgrade to format v3: rows must stay as they were, and each is refused
+where Java refuses it). The schema changes keep the columns' names, so every statement and truth
+below reads the same columns: `n`, `id`, `arr`'s element, `s.a` or `m`'s value widened to bigint
+(old files keep int values and int statistics), and `x` dropped and added again (the last
+column, so it comes back in its place; a new field id: old files still hold a column named `x`,
+whose values and statistics are no longer the table's).
 
 Truth for each statement, independent of pyice:
 - DELETE and UPDATE: Spark itself, evaluating the statement's condition and values over our rows
@@ -56,8 +57,9 @@ pytestmark = pytest.mark.interop
 SEEDS = [int(s) for s in os.environ.get("RANDOM_DML_SEEDS", "1,2").split(",")]
 TABLES_PER_SEED, STEPS = 5, 7
 COLUMNS = (("id", "int"), ("v", "string"), ("n", "int"), ("p", "string"), ("d", "date"), ("ts", "timestamp"),
-           ("arr", "array<int>"), ("s", "struct<a: int, b: string>"), ("x", "double"))
+           ("arr", "array<int>"), ("s", "struct<a: int, b: string>"), ("m", "map<string, int>"), ("x", "double"))
 NAMES = [c for c, _ in COLUMNS]
+ORDERED = [c for c, t in COLUMNS if not t.startswith("map")]  # Spark compares no map: (in)equality, IN, BETWEEN
 TYPES = dict(COLUMNS)
 PARTITIONINGS = [None, "p", "bucket(3, id)", "truncate(1, v)", "days(ts)", "years(d)", "p, bucket(2, n)",
                  "identity(n)", "months(ts)"]
@@ -73,6 +75,7 @@ LITERALS = {
     "arr": ["NULL", "CAST(array() AS array<int>)", "array(1)", "array(1, 2)", "array(2, NULL)", "array(3, 1)"],
     "s": ["NULL", "named_struct('a', 1, 'b', 'x')", "named_struct('a', NULL, 'b', 'y')",
           "named_struct('a', 2, 'b', CAST(NULL AS string))", "named_struct('a', 1, 'b', 'y')"],
+    "m": ["NULL", "CAST(map() AS map<string, int>)", "map('a', 1)", "map('a', 1, 'b', NULL)", "map('b', 2)"],
     "x": ["NULL", "0.0", "-0.0", "1.5", "-2.5", "1e10"],
 }
 
@@ -132,7 +135,7 @@ class Generator:
         return ", ".join(self.row() for _ in range(self.r.randint(lo, hi)))
 
     def atom(self, q: str) -> str:
-        r, c = self.r, self.r.choice(NAMES)
+        r, c = self.r, self.r.choice(ORDERED)
         col, k = f"{q}{c}", r.randrange(12)
         if k < 4:
             op = r.choice(["=", "<>", "<", "<=", ">", ">=", "<=>"])
@@ -150,7 +153,9 @@ class Generator:
             9: [f"year({q}d) = 2024", f"{q}ts < {q}d", f"to_date({q}ts) = DATE '2024-01-01'", f"hour({q}ts) = 23",
                 f"date_trunc('DAY', {q}ts) = TIMESTAMP '2024-01-01 00:00:00'"],
             10: [f"{q}x > 1.0", f"{q}x = 0.0", f"{q}x <> {q}x", f"{q}s.a > 1", f"{q}s.b = 'y'", f"{q}s.a IS NULL",
-                 f"size({q}arr) > 1", f"array_contains({q}arr, 1)"],
+                 f"size({q}arr) > 1", f"array_contains({q}arr, 1)", f"{q}m['a'] = 1", f"size({q}m) > 0",
+                 f"map_contains_key({q}m, 'b')", f"element_at({q}m, 'b') IS NULL", f"{q}m IS NULL",
+                 f"exists(map_values({q}m), x -> x > 1)"],
             11: ["true", "false", f"{q}id IS NOT NULL AND {q}n IS NULL"],
         }[k])
 
@@ -182,9 +187,10 @@ class Generator:
                    ("ts", f"{q}ts + INTERVAL 1 DAY"), ("x", f"{q}x * 2"), ("id", f"{q}id + 100"),
                    ("d", f"date_add({q}d, 40)"), ("n", f"CASE WHEN {q}n > 1 THEN NULL ELSE 7 END"),
                    ("arr", f"array_union({q}arr, array({q}n))"), ("s", f"named_struct('a', {q}s.a + 1, 'b', {q}v)"),
-                   ("s", self.literal("s"))]
+                   ("s", self.literal("s")), ("m", self.literal("m")),
+                   ("m", f"map_concat(map_filter({q}m, (k, w) -> k <> 'c'), map('c', {q}n))")]
         if src:
-            options += [(c, f"{src}{c}") for c in ("v", "n", "p", "ts", "arr", "s", "x")]
+            options += [(c, f"{src}{c}") for c in ("v", "n", "p", "ts", "arr", "s", "m", "x")]
         picked: dict[str, str] = {}
         for column, value in self.r.sample(options, self.r.randint(1, 3)):
             picked.setdefault(column, value)
@@ -222,7 +228,7 @@ class Generator:
                 return Statement("CALL {c}.system.expire_snapshots(table => '{t}', "
                                  "older_than => TIMESTAMP '2999-01-01 00:00:00+00:00', retain_last => 1)", "other")
             if k == 4:
-                column = r.choice(["id", "n", "arr.element", "s.a"])
+                column = r.choice(["id", "n", "arr.element", "s.a", "m.value"])
                 return Statement(f"ALTER TABLE {{t}} ALTER COLUMN {column} TYPE bigint", "other")
             if k == 5:
                 return Statement("ALTER TABLE {t} DROP COLUMN x;\nALTER TABLE {t} ADD COLUMN x double", "other")
@@ -251,7 +257,7 @@ class Generator:
                 f"INSERT INTO {{t}} SELECT * FROM {{t}} WHERE {self.cond()}",
                 f"INSERT OVERWRITE {{t}} SELECT * FROM {{t}} WHERE {self.cond()}",
                 # a table not partitioned by identity(p) is refused, by both engines
-                f"INSERT OVERWRITE {{t}} PARTITION (p = 'a') SELECT id, v, n, d, ts, arr, s, x FROM {{t}} "
+                f"INSERT OVERWRITE {{t}} PARTITION (p = 'a') SELECT id, v, n, d, ts, arr, s, m, x FROM {{t}} "
                 f"WHERE {self.cond()}",
                 "SET spark.sql.sources.partitionOverwriteMode=dynamic;\n"
                 f"INSERT OVERWRITE {{t}} SELECT * FROM {{t}} WHERE {self.cond()};\n"
@@ -347,6 +353,12 @@ def reference(tmp_path_factory):
     runner.close()
 
 
+def _rows(rows) -> list:
+    """Rows in the shared plain form, sorted, but a map kept as its sorted [key, value] pairs (the
+    shared form keeps only a map's values, which cannot tell a key written wrong)."""
+    return sort_rows([sorted([k, x] for k, x in v.items()) if isinstance(v, dict) else v for v in r] for r in rows)
+
+
 def _sql_answer(ice, before, schema, st: Statement) -> tuple[list, int]:
     """SQL's rows after a DELETE or UPDATE, and how many rows it changes, computed by Spark over
     the rows before it (the condition in filters only: Spark takes IN-subqueries nowhere else)."""
@@ -357,11 +369,11 @@ def _sql_answer(ice, before, schema, st: Statement) -> tuple[list, int]:
         changed = ice.spark.sql(f"SELECT count(*) FROM {view} a WHERE {holds}").collect()[0][0]
         kept = f"SELECT * FROM {view} a WHERE NOT {holds}"
         if st.kind == "delete":
-            return sort_rows(list(r) for r in ice.spark.sql(kept).collect()), changed
+            return _rows(list(r) for r in ice.spark.sql(kept).collect()), changed
         values = dict(st.assignments)
         columns = [f"CAST({values[c]} AS {TYPES[c]}) AS {c}" if c in values else c for c in NAMES]
         updated = f"SELECT {', '.join(columns)} FROM {view} a WHERE {holds}"
-        return sort_rows(list(r) for r in ice.spark.sql(f"{updated} UNION ALL {kept}").collect()), changed
+        return _rows(list(r) for r in ice.spark.sql(f"{updated} UNION ALL {kept}").collect()), changed
     finally:
         ice.spark.catalog.dropTempView(view)
 
@@ -454,7 +466,7 @@ def _merge_answer(ice, before, schema, st: Statement) -> tuple[list, dict]:
             if clause is not None:
                 rows.append(new)
                 counts["num_inserted_rows"] += 1
-    return sort_rows(rows), counts
+    return _rows(rows), counts
 
 
 def _java_fails_on_nested_columns(java_stmt: dict) -> bool:
@@ -482,7 +494,7 @@ def test_random_dml(ice, reference, tb: Table):
         assert "error" not in reference.result(i), f"{tb.name}: the reference rejected {reference.statements[i]}"
     frame = ice.sql(f"SELECT * FROM {t}")
     schema, before = frame.schema, frame.collect()
-    assert_same_rows(sort_rows(reference.result(rows_i)["rows"]), sort_rows(list(r) for r in before),
+    assert_same_rows(_rows(reference.result(rows_i)["rows"]), _rows(list(r) for r in before),
                      f"{tb.name}: after setup")
     java_twin_agrees = True
     for k, (st, (j_stmts, j_rows)) in enumerate(zip(tb.steps, tb.java_steps)):
@@ -496,16 +508,16 @@ def test_random_dml(ice, reference, tb: Table):
             error = e
         ice.spark.conf.unset("spark.sql.sources.partitionOverwriteMode")  # set by a step that failed half-way
         after = ice.sql(f"SELECT * FROM {t}").collect()
-        ours = sort_rows(list(r) for r in after)
+        ours = _rows(list(r) for r in after)
         java_stmt = next((reference.result(i) for i in j_stmts if "error" in reference.result(i)), {})
-        java = sort_rows(reference.result(j_rows)["rows"])
+        java = _rows(reference.result(j_rows)["rows"])
         truth = None
         if st.kind in ("delete", "update"):
             try:
                 truth, changed = _sql_answer(ice, before, schema, st)
             except Exception as e:  # noqa: BLE001 - SQL itself rejects the statement's values
                 assert error is not None, f"{what}: pyice accepted it, Spark's own evaluation failed: {e}"
-                truth, changed = sort_rows(list(r) for r in before), 0
+                truth, changed = _rows(list(r) for r in before), 0
             else:
                 assert error is None, f"{what}: pyice failed: {type(error).__name__}: {error}"
                 metric = "num_deleted_rows" if st.kind == "delete" else "num_updated_rows"
@@ -513,17 +525,17 @@ def test_random_dml(ice, reference, tb: Table):
         elif st.kind == "maintenance":  # refused where Java refuses it (a table's sizes, say); rows stay
             if java_twin_agrees and not _java_fails_on_nested_columns(java_stmt):
                 _same_outcome(what, error, java_stmt)
-            truth = sort_rows(list(r) for r in before)
+            truth = _rows(list(r) for r in before)
         elif st.kind == "merge" and _rejected(st):
             assert error is not None and _rejected(st) in str(error), f"{what}: pyice {error or 'accepted it'}"
-            truth = sort_rows(list(r) for r in before)
+            truth = _rows(list(r) for r in before)
         elif st.kind == "merge":
             try:
                 truth, counts = _merge_answer(ice, before, schema, st)
             except CardinalityError:
                 assert error is not None and "more than one source row" in str(error), \
                     f"{what}: a target row matches two source rows; pyice {error or 'accepted it'}"
-                truth = sort_rows(list(r) for r in before)
+                truth = _rows(list(r) for r in before)
             except Exception:  # noqa: BLE001 - a clause's values fail for a pair it does not act on: Java decides
                 truth = None
             else:
