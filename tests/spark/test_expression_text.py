@@ -2,8 +2,9 @@
 
 A row-level statement's values and conditions are parsed by sqlglot and written back as Spark SQL
 inside the statement's generated queries. Where sqlglot reads a Spark function into a node it
-writes otherwise (to_char(x, fmt) came back as CAST(x AS STRING), exists(array, lambda) was taken
-for an EXISTS subquery), the statement wrote other values or was refused. The truth is Spark
+writes otherwise (to_char(x, fmt) came back as CAST(x AS STRING), percentile_cont(q) WITHIN GROUP
+as percentile_approx, exists(array, lambda) was taken for an EXISTS subquery), the statement wrote
+other values, a SELECT returned them, or the statement was refused. The truth is Spark
 itself, evaluating the same text over the same rows.
 """
 from __future__ import annotations
@@ -71,3 +72,14 @@ def test_merge_conditions_with_higher_order_functions(ice):
             "WHEN NOT MATCHED AND forall(s.a, y -> y < 2) THEN INSERT (id, s) VALUES (s.id, 'new')")
     got = sort_rows(ice.sql("SELECT id, s FROM local.db.fm").collect())
     assert got == [[1, "five"], [2, "A%x"], [3, "new"]]  # by hand: row 1's arr holds a NULL
+
+
+def test_ordered_set_aggregates_in_a_select(ice):
+    """percentile_cont / percentile_disc WITHIN GROUP over a pyice table: exact, in the order's
+    direction (sqlglot writes them as percentile_approx, without the direction)."""
+    ice.sql("CREATE TABLE local.db.pc (g string, v int) USING iceberg")
+    ice.sql("INSERT INTO local.db.pc VALUES ('a', 10), ('a', 20), ('a', 40), ('b', 5), ('b', NULL)")
+    got = sort_rows(ice.sql("SELECT g, percentile_cont(0.25) WITHIN GROUP (ORDER BY v DESC), percentile_disc(0.5) "
+                            "WITHIN GROUP (ORDER BY v) FROM local.db.pc GROUP BY g").collect())
+    # by hand: a's values from the top are 40, 20, 10; its 25th percentile lies halfway from 40 to 20
+    assert got == [["a", 30.0, 20.0], ["b", 5.0, 5.0]]

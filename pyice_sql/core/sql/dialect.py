@@ -464,8 +464,11 @@ class PyIceSpark(Spark):
         COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW}
 
     class Generator(Spark.Generator):
-        # sqlglot writes Spark's to_char(x, format) as CAST(x AS STRING), dropping the format
-        TRANSFORMS = {**Spark.Generator.TRANSFORMS,
+        # What sqlglot's Spark generator writes as something else: to_char(x, format) as
+        # CAST(x AS STRING) (the format dropped), percentile_cont / percentile_disc(q) WITHIN
+        # GROUP (ORDER BY v) as percentile_approx(v, q) (approximate, and the order's direction
+        # dropped). Spark 3.4+ reads both as written.
+        TRANSFORMS = {**{k: v for k, v in Spark.Generator.TRANSFORMS.items() if k is not exp.WithinGroup},
                       exp.ToChar: lambda self, e: self.func("TO_CHAR", e.this, e.args.get("format"))}
 
     Parser = PyIceSparkParser
