@@ -6,11 +6,13 @@ CALL, EXPLAIN, SHOW NAMESPACES/TABLES, ALTER TABLE ... UNSET TBLPROPERTIES, the 
 field actions, ALTER COLUMN on nested fields, CREATE NAMESPACE with COMMENT/LOCATION/properties,
 `FOR SYSTEM_VERSION AS OF`, `MERGE WITH SCHEMA EVOLUTION`, and it is lax about the shape of MERGE
 clauses. The extensions here produce small expression classes defined below; everything else is
-sqlglot's own tree.
+sqlglot's own tree. The same dialect writes parsed expressions back as Spark SQL (its Generator
+corrects what sqlglot's Spark writer would change).
 """
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import groupconcat_sql
 from sqlglot.dialects.spark import Spark
 from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import Token, TokenType
@@ -464,12 +466,31 @@ class PyIceSpark(Spark):
         COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW}
 
     class Generator(Spark.Generator):
-        # What sqlglot's Spark generator writes as something else: to_char(x, format) as
-        # CAST(x AS STRING) (the format dropped), percentile_cont / percentile_disc(q) WITHIN
-        # GROUP (ORDER BY v) as percentile_approx(v, q) (approximate, and the order's direction
-        # dropped). Spark 3.4+ reads both as written.
-        TRANSFORMS = {**{k: v for k, v in Spark.Generator.TRANSFORMS.items() if k is not exp.WithinGroup},
-                      exp.ToChar: lambda self, e: self.func("TO_CHAR", e.this, e.args.get("format"))}
+        """Spark's generator, but for what it writes as something else than Spark reads:
+        to_char(x, format) as CAST(x AS STRING); percentile_cont / percentile_disc(q) WITHIN
+        GROUP (ORDER BY v) as percentile_approx(v, q), without the order's direction; and of
+        Spark 4: instr(s, sub, pos, occurrence) without its occurrence, listagg(x) with a ','
+        separator (Spark's default is none), max_by / min_by(x, y, n) without n, parse_json(s)
+        as s, the TIME type as TIMESTAMP and a TIME literal as a cast (Spark 4.3 takes TIME
+        literals but no TIME casts). Each is written here as the user wrote it."""
+
+        PARSE_JSON_NAME = "PARSE_JSON"
+        TYPE_MAPPING = {**Spark.Generator.TYPE_MAPPING, exp.DType.TIME: "TIME"}
+        TRANSFORMS = {
+            **{k: v for k, v in Spark.Generator.TRANSFORMS.items() if k is not exp.WithinGroup},
+            exp.ToChar: lambda self, e: self.func("TO_CHAR", e.this, e.args.get("format")),
+            exp.GroupConcat: lambda self, e: groupconcat_sql(self, e, sep=None),
+            exp.ArgMax: lambda self, e: self.func("MAX_BY", e.this, e.expression, e.args.get("count")),
+            exp.ArgMin: lambda self, e: self.func("MIN_BY", e.this, e.expression, e.args.get("count")),
+            exp.StrPosition: lambda self, e: (
+                self.func("INSTR", e.this, e.args["substr"], e.args.get("position"), e.args["occurrence"])
+                if e.args.get("occurrence") else Spark.Generator.TRANSFORMS[exp.StrPosition](self, e)),
+        }
+
+        def cast_sql(self, expression: exp.Cast, safe_prefix: str | None = None) -> str:
+            if type(expression) is exp.Cast and expression.this.is_string and expression.to.is_type(exp.DType.TIME):
+                return f"TIME {self.sql(expression, 'this')}"  # TIME '...', which sqlglot reads as a Cast
+            return super().cast_sql(expression, safe_prefix=safe_prefix)
 
     Parser = PyIceSparkParser
 
