@@ -14,6 +14,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.dialects.dialect import groupconcat_sql
 from sqlglot.dialects.spark import Spark
+from sqlglot.generator import Generator as BaseGenerator
 from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import Token, TokenType
 from sqlglot.trie import new_trie
@@ -471,8 +472,9 @@ class PyIceSpark(Spark):
         GROUP (ORDER BY v) as percentile_approx(v, q), without the order's direction; and of
         Spark 4: instr(s, sub, pos, occurrence) without its occurrence, listagg(x) with a ','
         separator (Spark's default is none), max_by / min_by(x, y, n) without n, parse_json(s)
-        as s, the TIME type as TIMESTAMP and a TIME literal as a cast (Spark 4.3 takes TIME
-        literals but no TIME casts). Each is written here as the user wrote it."""
+        as s and a cast of it as from_json (a variant cast reads '"1"' as 1, from_json as NULL),
+        the TIME type as TIMESTAMP and a TIME literal as a cast (Spark 4.3 takes TIME literals
+        but no TIME casts). Each is written here as the user wrote it."""
 
         PARSE_JSON_NAME = "PARSE_JSON"
         TYPE_MAPPING = {**Spark.Generator.TYPE_MAPPING, exp.DType.TIME: "TIME"}
@@ -490,6 +492,8 @@ class PyIceSpark(Spark):
         def cast_sql(self, expression: exp.Cast, safe_prefix: str | None = None) -> str:
             if type(expression) is exp.Cast and expression.this.is_string and expression.to.is_type(exp.DType.TIME):
                 return f"TIME {self.sql(expression, 'this')}"  # TIME '...', which sqlglot reads as a Cast
+            if isinstance(expression.this, exp.ParseJSON):  # Spark's writer: from_json(s, type), another cast
+                return BaseGenerator.cast_sql(self, expression, safe_prefix=safe_prefix)
             return super().cast_sql(expression, safe_prefix=safe_prefix)
 
     Parser = PyIceSparkParser
