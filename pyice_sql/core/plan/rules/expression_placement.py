@@ -85,7 +85,7 @@ def _merge_condition(cond: exp.Expression, action: str) -> None:
     for sub in _subqueries(cond):
         _reject("UNSUPPORTED_MERGE_CONDITION.SUBQUERY", f"MERGE {action} condition: subqueries are not allowed", sub)
     for agg in cond.find_all(exp.AggFunc, exp.Any):
-        if isinstance(agg, exp.Any) and isinstance(agg.this, exp.Query):
+        if _is_predicate_subquery(agg):
             continue
         _reject("UNSUPPORTED_MERGE_CONDITION.AGGREGATE", f"MERGE {action} condition: aggregates are not allowed: "
                 f"{agg.sql(dialect=DIALECT)}", agg)
