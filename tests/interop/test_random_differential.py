@@ -2,8 +2,9 @@
 
 The hand-written scenarios (test_dml_differential.py) cover what we thought of; this covers
 combinations nobody wrote down: seeded random tables (partitioned by identity, bucket, truncate or
-a time transform; format v2 or v3; each row-level statement kind in its own write mode; rows full
-of NULLs, signed zeros, microsecond timestamps, a list, a struct and a map column) and random
+a time transform, of strings, decimals, booleans and zoneless timestamps too; format v2 or v3; each
+row-level statement kind in its own write mode; rows full of NULLs, signed zeros, microsecond
+timestamps, a list, a struct, a map, a decimal, a boolean and a timestamp_ntz column) and random
 statements on them: DELETE, UPDATE, INSERT (of values, of the table's own rows, INSERT OVERWRITE
 static and dynamic), MERGE with every clause kind, subqueries over the target ((NOT) IN,
 correlated (NOT) EXISTS, scalar aggregates) in DELETE and UPDATE conditions, and between them
@@ -11,10 +12,10 @@ partition evolution (fields added and dropped), write-mode switches, write order
 distributions, schema evolution, snapshot expiry and maintenance (compaction, manifest and
 delete-file rewrites, the upgrade to format v3: rows must stay as they were, and each is refused
 where Java refuses it). The schema changes keep the columns' names, so every statement and truth
-below reads the same columns: `n`, `id`, `arr`'s element, `s.a` or `m`'s value widened to bigint
-(old files keep int values and int statistics), and `x` dropped and added again (the last
-column, so it comes back in its place; a new field id: old files still hold a column named `x`,
-whose values and statistics are no longer the table's).
+below reads the same columns: `n`, `id`, `arr`'s element, `s.a` or `m`'s value widened to bigint,
+or `c` to decimal(12,2) (old files keep their values and statistics), and `x` dropped and added
+again (the last column, so it comes back in its place; a new field id: old files still hold a
+column named `x`, whose values and statistics are no longer the table's).
 
 Truth for each statement, independent of pyice:
 - DELETE and UPDATE: Spark itself, evaluating the statement's condition and values over our rows
@@ -57,12 +58,14 @@ pytestmark = pytest.mark.interop
 SEEDS = [int(s) for s in os.environ.get("RANDOM_DML_SEEDS", "1,2").split(",")]
 TABLES_PER_SEED, STEPS = 5, 7
 COLUMNS = (("id", "int"), ("v", "string"), ("n", "int"), ("p", "string"), ("d", "date"), ("ts", "timestamp"),
-           ("arr", "array<int>"), ("s", "struct<a: int, b: string>"), ("m", "map<string, int>"), ("x", "double"))
+           ("arr", "array<int>"), ("s", "struct<a: int, b: string>"), ("m", "map<string, int>"),
+           ("c", "decimal(9,2)"), ("b", "boolean"), ("tz", "timestamp_ntz"), ("x", "double"))
 NAMES = [c for c, _ in COLUMNS]
 ORDERED = [c for c, t in COLUMNS if not t.startswith("map")]  # Spark compares no map: (in)equality, IN, BETWEEN
 TYPES = dict(COLUMNS)
 PARTITIONINGS = [None, "p", "bucket(3, id)", "truncate(1, v)", "days(ts)", "years(d)", "p, bucket(2, n)",
-                 "identity(n)", "months(ts)"]
+                 "identity(n)", "months(ts)", "bucket(4, c)", "truncate(100, c)", "hours(tz)", "b, days(tz)",
+                 "truncate(2, n), bucket(2, v)"]
 MODES = ("copy-on-write", "merge-on-read")
 LITERALS = {
     "id": ["NULL"] + [str(i) for i in range(12)],
@@ -76,8 +79,14 @@ LITERALS = {
     "s": ["NULL", "named_struct('a', 1, 'b', 'x')", "named_struct('a', NULL, 'b', 'y')",
           "named_struct('a', 2, 'b', CAST(NULL AS string))", "named_struct('a', 1, 'b', 'y')"],
     "m": ["NULL", "CAST(map() AS map<string, int>)", "map('a', 1)", "map('a', 1, 'b', NULL)", "map('b', 2)"],
+    "c": ["NULL", "0.00", "1.50", "-2.25", "0.01", "12345.67", "1.5"],
+    "b": ["NULL", "true", "false"],
+    "tz": ["NULL", "TIMESTAMP_NTZ '2024-01-01 00:00:00'", "TIMESTAMP_NTZ '2024-01-01 23:59:59.999999'",
+           "TIMESTAMP_NTZ '2023-12-31 23:00:00'", "TIMESTAMP_NTZ '2024-03-10 02:30:00'"],
     "x": ["NULL", "0.0", "-0.0", "1.5", "-2.5", "1e10"],
 }
+WIDENED = {"id": "bigint", "n": "bigint", "arr.element": "bigint", "s.a": "bigint", "m.value": "bigint",
+           "c": "decimal(12,2)"}
 
 
 MAINTENANCE = (  # statements that must leave every row as it was
@@ -155,7 +164,9 @@ class Generator:
             10: [f"{q}x > 1.0", f"{q}x = 0.0", f"{q}x <> {q}x", f"{q}s.a > 1", f"{q}s.b = 'y'", f"{q}s.a IS NULL",
                  f"size({q}arr) > 1", f"array_contains({q}arr, 1)", f"{q}m['a'] = 1", f"size({q}m) > 0",
                  f"map_contains_key({q}m, 'b')", f"element_at({q}m, 'b') IS NULL", f"{q}m IS NULL",
-                 f"exists(map_values({q}m), x -> x > 1)"],
+                 f"exists(map_values({q}m), x -> x > 1)", f"{q}c * 2 > 3", f"round({q}c) = 2",
+                 f"{q}c = {q}n", f"{q}b", f"NOT {q}b AND {q}c IS NOT NULL", f"hour({q}tz) = 23",
+                 f"{q}tz < {q}ts", f"to_date({q}tz) = DATE '2024-01-01'"],
             11: ["true", "false", f"{q}id IS NOT NULL AND {q}n IS NULL"],
         }[k])
 
@@ -188,9 +199,11 @@ class Generator:
                    ("d", f"date_add({q}d, 40)"), ("n", f"CASE WHEN {q}n > 1 THEN NULL ELSE 7 END"),
                    ("arr", f"array_union({q}arr, array({q}n))"), ("s", f"named_struct('a', {q}s.a + 1, 'b', {q}v)"),
                    ("s", self.literal("s")), ("m", self.literal("m")),
-                   ("m", f"map_concat(map_filter({q}m, (k, w) -> k <> 'c'), map('c', {q}n))")]
+                   ("m", f"map_concat(map_filter({q}m, (k, w) -> k <> 'c'), map('c', {q}n))"),
+                   ("c", f"{q}c + 1.25"), ("c", f"{q}n / 3"), ("b", f"NOT {q}b"), ("b", f"{q}n > 1"),
+                   ("tz", f"{q}tz + INTERVAL 90 MINUTES"), ("tz", f"CAST({q}ts AS timestamp_ntz)")]
         if src:
-            options += [(c, f"{src}{c}") for c in ("v", "n", "p", "ts", "arr", "s", "m", "x")]
+            options += [(c, f"{src}{c}") for c in ("v", "n", "p", "ts", "arr", "s", "m", "c", "b", "tz", "x")]
         picked: dict[str, str] = {}
         for column, value in self.r.sample(options, self.r.randint(1, 3)):
             picked.setdefault(column, value)
@@ -222,18 +235,19 @@ class Generator:
                     % r.choice(["none", "hash", "range"]),
                     "ALTER TABLE {t} SET TBLPROPERTIES ('write.target-file-size-bytes'='1')"]), "other")
             if k == 8:  # a field of the spec, or not (both engines refuse that)
-                field = r.choice(["bucket(2, id)", "p", "truncate(1, v)", "days(ts)", "n", "bucket(3, id)", "years(d)"])
+                field = r.choice(["bucket(2, id)", "p", "truncate(1, v)", "days(ts)", "n", "bucket(3, id)", "years(d)",
+                                  "bucket(4, c)", "hours(tz)"])
                 return Statement(f"ALTER TABLE {{t}} DROP PARTITION FIELD {field}", "other")
             if k == 6:  # the files' snapshots gone, so are their schemas (the planner's `changed_ids`)
                 return Statement("CALL {c}.system.expire_snapshots(table => '{t}', "
                                  "older_than => TIMESTAMP '2999-01-01 00:00:00+00:00', retain_last => 1)", "other")
             if k == 4:
-                column = r.choice(["id", "n", "arr.element", "s.a", "m.value"])
-                return Statement(f"ALTER TABLE {{t}} ALTER COLUMN {column} TYPE bigint", "other")
+                column = r.choice(list(WIDENED))
+                return Statement(f"ALTER TABLE {{t}} ALTER COLUMN {column} TYPE {WIDENED[column]}", "other")
             if k == 5:
                 return Statement("ALTER TABLE {t} DROP COLUMN x;\nALTER TABLE {t} ADD COLUMN x double", "other")
             if k == 0:
-                field = r.choice(["bucket(2, id)", "p", "truncate(1, v)", "days(ts)", "n"])
+                field = r.choice(["bucket(2, id)", "p", "truncate(1, v)", "days(ts)", "n", "bucket(4, c)", "hours(tz)"])
                 return Statement(f"ALTER TABLE {{t}} ADD PARTITION FIELD {field}", "other")
             if k == 1:
                 kind, mode = r.choice(["delete", "update", "merge"]), r.choice(MODES)
@@ -257,8 +271,8 @@ class Generator:
                 f"INSERT INTO {{t}} SELECT * FROM {{t}} WHERE {self.cond()}",
                 f"INSERT OVERWRITE {{t}} SELECT * FROM {{t}} WHERE {self.cond()}",
                 # a table not partitioned by identity(p) is refused, by both engines
-                f"INSERT OVERWRITE {{t}} PARTITION (p = 'a') SELECT id, v, n, d, ts, arr, s, m, x FROM {{t}} "
-                f"WHERE {self.cond()}",
+                f"INSERT OVERWRITE {{t}} PARTITION (p = 'a') SELECT {', '.join(c for c in NAMES if c != 'p')} "
+                f"FROM {{t}} WHERE {self.cond()}",
                 "SET spark.sql.sources.partitionOverwriteMode=dynamic;\n"
                 f"INSERT OVERWRITE {{t}} SELECT * FROM {{t}} WHERE {self.cond()};\n"
                 "SET spark.sql.sources.partitionOverwriteMode=static"]), "other")
