@@ -39,6 +39,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, functions 
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.commit.cleanup import staging_removed_on_failure
+from pyice_sql.core.errors import ValidationError
 from pyice_sql.core.faults import fault_point
 from pyice_sql.core.format.fileio import FileIO
 from pyice_sql.core.model import types as it
@@ -381,6 +382,32 @@ def write_options(spark: SparkSession) -> dict[str, str]:
     return {**NO_SUCCESS_MARKER, "fs.file.impl": "pyice.shim.NioLocalFileSystem", "fs.file.impl.disable.cache": "true"}
 
 
+# Iceberg's Parquet layout properties, and the parquet-mr settings Spark's Parquet writer reads for
+# them from its job's Hadoop conf (which a writer's options are). Not `write.parquet.compression-level`:
+# parquet-mr (1.13, Spark 3.5) keeps one codec per class for the JVM, made with the first write's level.
+_PARQUET_LAYOUT = {
+    props.PARQUET_ROW_GROUP_SIZE_BYTES: "parquet.block.size",
+    props.PARQUET_PAGE_SIZE_BYTES: "parquet.page.size",
+    props.PARQUET_PAGE_ROW_LIMIT: "parquet.page.row.count.limit",
+    props.PARQUET_DICT_SIZE_BYTES: "parquet.dictionary.page.size",
+}
+
+
+def parquet_layout_options(properties: dict[str, str], location: str) -> dict[str, str]:
+    """The writer options for a table's `write.parquet.*` layout properties (row group, page and
+    dictionary sizes, the page row limit), so its data files are laid out as Iceberg Java lays
+    them out under the same properties. Unset ones keep the writer's defaults."""
+    out = {}
+    for name, option in _PARQUET_LAYOUT.items():
+        if name in properties:
+            text = properties[name].strip()
+            if not text.isdigit() or int(text) < 1:
+                raise ValidationError(f"table property {name} = {properties[name]!r} of the table at {location} "
+                                      "must be a whole number of at least 1")
+            out[option] = text
+    return out
+
+
 FIELD_ID_FORMAT = "pyice.shim.FieldIdParquetFormat"
 FIELD_IDS_OPTION = "pyice.parquet.field-ids"  # FieldIdWriteSupport.IDS
 
@@ -448,6 +475,7 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     writer = (out.write.mode("error").option("maxRecordsPerFile", max_records).options(**write_options(df.sparkSession))
+              .options(**parquet_layout_options(ctx.properties, ctx.location))
               .option("compression", "none" if codec == "uncompressed" else codec))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])
