@@ -139,7 +139,7 @@ def test_401_and_403_are_clear_errors_without_secrets():
                          "urn:ietf:params:oauth:token-type:access_token"}
         if path == "/v1/config":
             return 200, {"defaults": {}, "overrides": {}}
-        return _error(403, "ForbiddenException", f"Forbidden: principal may not read (token tok-from-stub)")
+        return _error(403, "ForbiddenException", "Forbidden: principal may not read (token tok-from-stub)")
 
     with proxy(Proxy(answer=answer)) as p:
         c = catalog(p.uri, credential=f"client:{SECRET}")
