@@ -400,7 +400,8 @@ def set_properties(md: TableMetadata, properties: dict[str, str], table_name: st
     updates = dict(properties)
     version = updates.pop(props.FORMAT_VERSION, None)
     if version is not None:
-        target = int(version) if version.strip().isdigit() else None
+        digits = version.strip()
+        target = int(digits) if digits.isascii() and digits.isdigit() else None
         if target is None or target not in WRITABLE_FORMAT_VERSIONS:
             raise AnalysisError(f"format-version {version!r} is not one pyice_sql writes "
                                 f"({', '.join(map(str, WRITABLE_FORMAT_VERSIONS))}): {table_name}")

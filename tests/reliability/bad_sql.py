@@ -186,6 +186,10 @@ HAND = [
     ("snapshot", "DELETE FROM local.db.t FOR SYSTEM_VERSION AS OF 1", True),
     ("snapshot", "SELECT * FROM local.db.t VERSION AS OF 123456789", True),
     ("snapshot", "SELECT * FROM local.db.t TIMESTAMP AS OF '1970-01-01 00:00:00'", True),
+    # digits that are not ASCII ('\u00b2' is a digit to str.isdigit, not to int())
+    ("snapshot", "SELECT * FROM local.db.t TIMESTAMP AS OF '\u00b2'", True),
+    ("property", "ALTER TABLE local.db.t SET TBLPROPERTIES ('format-version' = '\u00b2')", False),
+    ("procedure", "CALL local.system.rollback_to_snapshot('db.t', '\u00b2')", True),
 ]
 
 

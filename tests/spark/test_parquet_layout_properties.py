@@ -53,7 +53,7 @@ def test_dictionary_size_decides_the_fallback_to_plain(ice):
     assert "PLAIN" in encodings["d_small"]
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5"])
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5", "\u00b2"])
 def test_a_bad_layout_property_is_named(ice, value):
     ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
     ice.sql(f"CREATE TABLE local.db.bad (id bigint) USING iceberg "

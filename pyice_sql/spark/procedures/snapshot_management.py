@@ -39,7 +39,7 @@ REPLACE_PARTITIONS = "replace-partitions"
 
 def _snapshot_id(value: Any, procedure_name: str) -> int:
     """A bigint argument; digit text is cast as Spark casts it."""
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and value.isascii() and value.strip().lstrip("-").isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise AnalysisError(f"{procedure_name}: snapshot_id must be a snapshot id (a bigint), got {value!r}")

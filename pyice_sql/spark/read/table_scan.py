@@ -54,7 +54,7 @@ def parse_timestamp_ms(value: str | int, zone: dt.tzinfo | None) -> int:
     if isinstance(value, int):
         return value
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     try:
         parsed = dt.datetime.fromisoformat(text.replace(" ", "T") if "T" not in text else text)

@@ -401,7 +401,7 @@ def parquet_layout_options(properties: dict[str, str], location: str) -> dict[st
     for name, option in _PARQUET_LAYOUT.items():
         if name in properties:
             text = properties[name].strip()
-            if not text.isdigit() or int(text) < 1:
+            if not (text.isascii() and text.isdigit()) or int(text) < 1:
                 raise ValidationError(f"table property {name} = {properties[name]!r} of the table at {location} "
                                       "must be a whole number of at least 1")
             out[option] = text
