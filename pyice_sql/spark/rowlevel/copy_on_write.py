@@ -159,13 +159,15 @@ def _changes_per_file(w: RowLevelWrite) -> tuple[list[dict], NotMatched | None]:
         paired = "false" if w.plan.source is None else f"coalesce({MATCHED_PAIR}, false)"
         acts = [f"coalesce({OP} = {op}, false)" for op in (UPDATE, DELETE, INSERT)]
         facts = select_sql(rows, [FILE_ORDINAL, POS, *acts, paired, *([SOURCE_ROW] if w.matched_sources else [])])
-        shim, not_matched = load_shim(w.spark), None
+        shim = load_shim(w.spark)
+        not_matched: NotMatched | None = None
         if w.matched_sources:
             found, changes = shim.file_changes_matching(facts._jdf)
 
-            def not_matched(source_row: str) -> str | Column:
+            def unmatched(source_row: str) -> str | Column:
                 return (shim.unmatched_sources(changes, source_row)
                         or jvm_column(shim.unmatched_sources_column(changes, F.col(source_row)._jc)))
+            not_matched = unmatched
         else:
             found = shim.file_changes(facts._jdf)
         paths = [t.file.file_path for t in w.tasks]
