@@ -61,7 +61,12 @@ PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
 PARQUET_PAGE_SIZE_BYTES = "write.parquet.page-size-bytes"
 PARQUET_PAGE_ROW_LIMIT = "write.parquet.page-row-limit"
 PARQUET_DICT_SIZE_BYTES = "write.parquet.dict-size-bytes"
+# The delete files' own; unset, each takes its data file property's value (Iceberg's deleteContext).
 DELETE_PARQUET_COMPRESSION = "write.delete.parquet.compression-codec"
+DELETE_PARQUET_ROW_GROUP_SIZE_BYTES = "write.delete.parquet.row-group-size-bytes"
+DELETE_PARQUET_PAGE_SIZE_BYTES = "write.delete.parquet.page-size-bytes"
+DELETE_PARQUET_PAGE_ROW_LIMIT = "write.delete.parquet.page-row-limit"
+DELETE_PARQUET_DICT_SIZE_BYTES = "write.delete.parquet.dict-size-bytes"
 
 WRITE_TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
 WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024

@@ -1,4 +1,5 @@
-"""A table's `write.parquet.*` layout properties shape the data files pyice writes, as they shape
+"""A table's `write.parquet.*` layout properties shape the data files pyice writes, and its
+`write.delete.parquet.*` ones (else the data files') its position delete files, as they shape
 Iceberg Java's: row group size and dictionary size, read back from the files' footers."""
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ pytestmark = pytest.mark.spark
 ROWS = "SELECT id, concat('value-', id % 1000, '-', sha1(cast(id AS string))) AS s FROM range(0, 100000, 1, 1)"
 
 
-def _footers(ice, table: str) -> list:
-    paths = [r.file_path for r in ice.sql(f"SELECT file_path FROM {table}.files").collect()]
+def _footers(ice, table: str, content: int = 0) -> list:
+    paths = [r.file_path for r in ice.sql(f"SELECT file_path FROM {table}.files WHERE content = {content}").collect()]
     return [pq.ParquetFile(p.removeprefix("file:")).metadata for p in paths]
 
 
@@ -53,7 +54,39 @@ def test_dictionary_size_decides_the_fallback_to_plain(ice):
     assert "PLAIN" in encodings["d_small"]
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5", "\u00b2"])
+MOR = "'format-version'='2', 'write.delete.mode'='merge-on-read'"
+
+
+def _deleted_half(ice, name: str, properties: str) -> list[int]:
+    """The row groups of each delete file a merge-on-read DELETE of 50,000 of 100,000 rows leaves."""
+    table = _table(ice, name, f"{MOR}, {properties}" if properties else MOR)
+    ice.sql(f"DELETE FROM {table} WHERE id % 2 = 0")
+    assert ice.sql(f"SELECT count(*), count_if(id % 2 = 0) FROM {table}").collect()[0] == (50000, 0)
+    return [m.num_row_groups for m in _footers(ice, table, content=1)]
+
+
+def test_delete_files_take_their_own_layout_else_the_data_files(ice):
+    # 50,000 positions, ~400 KB before compression: one row group by default, several of 64 KB
+    assert _deleted_half(ice, "del_default", "") == [1]
+    (own,) = _deleted_half(ice, "del_own", "'write.delete.parquet.row-group-size-bytes'='65536'")
+    assert own >= 3
+    (inherited,) = _deleted_half(ice, "del_inherited", "'write.parquet.row-group-size-bytes'='65536'")
+    assert inherited >= 3
+    # the delete files' own property wins over the data files'
+    assert _deleted_half(ice, "del_both", "'write.parquet.row-group-size-bytes'='65536', "
+                                          "'write.delete.parquet.row-group-size-bytes'='134217728'") == [1]
+
+
+def test_delete_files_written_by_spark_take_the_layout_too(ice, monkeypatch):
+    """Without the shim's in-task writer (Spark Connect, speculative execution), Spark's own."""
+    from pyice_sql.spark.rowlevel import merge_on_read
+
+    monkeypatch.setattr(merge_on_read, "in_task_targets", lambda *args, **kwargs: None)
+    (own,) = _deleted_half(ice, "del_spark", "'write.delete.parquet.row-group-size-bytes'='65536'")
+    assert own >= 3
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5", "\u00b2", "2147483648"])
 def test_a_bad_layout_property_is_named(ice, value):
     ice.sql("CREATE DATABASE IF NOT EXISTS local.db")
     ice.sql(f"CREATE TABLE local.db.bad (id bigint) USING iceberg "
@@ -61,3 +94,10 @@ def test_a_bad_layout_property_is_named(ice, value):
     with pytest.raises(ValidationError, match=r"write\.parquet\.row-group-size-bytes = '.*' of the table at .*bad"):
         ice.sql("INSERT INTO local.db.bad VALUES (1)")
     assert ice.sql("SELECT count(*) FROM local.db.bad").collect()[0][0] == 0
+
+
+def test_a_bad_delete_layout_property_is_named(ice):
+    table = _table(ice, "bad_delete", f"{MOR}, 'write.delete.parquet.page-size-bytes'='0'")
+    with pytest.raises(ValidationError, match=r"write\.delete\.parquet\.page-size-bytes = '0' of the table at "):
+        ice.sql(f"DELETE FROM {table} WHERE id < 10")
+    assert ice.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == 100000

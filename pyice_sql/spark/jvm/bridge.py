@@ -434,6 +434,10 @@ class ShimHandle:
     def _call(self, cls: str, name: str, *args: Any) -> Any:
         return self._core.call(cls, name, *args)
 
+    def _map(self, items: dict[str, str]) -> Any:
+        """`items` as a java.util.Map, or null when empty (no round trips)."""
+        return java_map(self._core.sc._jvm, items) if items else None
+
     def _call_text(self, cls: str, name: str, *args: Any) -> str | None:
         return self._core.call_text(cls, name, *args)
 
@@ -536,17 +540,21 @@ class ShimHandle:
         get = java_static(self._spark._jvm, "java.lang.reflect.Array", "get")
         return [get(columns, i) for i in range(len(types))]
 
-    def write_position_delete_files(self, rows: Any, targets: str, previous: str | None, codec: str) -> str:
+    def write_position_delete_files(self, rows: Any, targets: str, previous: str | None, codec: str,
+                                    layout: dict[str, str]) -> str:
         """PositionDeleteWriter.write: writes the delete files of the JVM Dataset `rows` in its tasks and
-        returns their footer summaries, a JSON array (see write/delete_writer.py)."""
-        return self._call_text("PositionDeleteWriter", "write", rows, targets, previous, self._conf(), codec)
+        returns their footer summaries, a JSON array (see write/delete_writer.py). `layout`: parquet-mr's
+        row group, page and dictionary settings by their Hadoop names (unset ones: its defaults)."""
+        return self._call_text("PositionDeleteWriter", "write", rows, targets, previous, self._conf(), codec,
+                               self._map(layout))
 
     def position_delete_files_along(self, rows: Any, targets: str, previous: str | None, codec: str,
-                                    on_repeat: str | None) -> Any:
+                                    layout: dict[str, str], on_repeat: str | None) -> Any:
         """PositionDeleteWriter.along: the JVM Dataset of the rows of `rows` that go on to a data file write,
         whose tasks write the delete files; read their summaries with `delete_file_summaries` after it. A
         position's second row fails its task with the message `on_repeat`, or is dropped where it is None."""
-        return self._call("PositionDeleteWriter", "along", rows, targets, previous, self._conf(), codec, on_repeat)
+        return self._call("PositionDeleteWriter", "along", rows, targets, previous, self._conf(), codec,
+                          self._map(layout), on_repeat)
 
     def write_deletion_vectors(self, rows: Any, targets: str, previous: str | None) -> str:
         """PositionDeleteWriter.writeVectors: `write_position_delete_files` for a format v3 table, whose

@@ -382,28 +382,33 @@ def write_options(spark: SparkSession) -> dict[str, str]:
     return {**NO_SUCCESS_MARKER, "fs.file.impl": "pyice.shim.NioLocalFileSystem", "fs.file.impl.disable.cache": "true"}
 
 
-# Iceberg's Parquet layout properties, and the parquet-mr settings Spark's Parquet writer reads for
-# them from its job's Hadoop conf (which a writer's options are). Not `write.parquet.compression-level`:
-# parquet-mr (1.13, Spark 3.5) keeps one codec per class for the JVM, made with the first write's level.
-_PARQUET_LAYOUT = {
-    props.PARQUET_ROW_GROUP_SIZE_BYTES: "parquet.block.size",
-    props.PARQUET_PAGE_SIZE_BYTES: "parquet.page.size",
-    props.PARQUET_PAGE_ROW_LIMIT: "parquet.page.row.count.limit",
-    props.PARQUET_DICT_SIZE_BYTES: "parquet.dictionary.page.size",
-}
+# Iceberg's Parquet layout properties (data files', delete files'), and the parquet-mr settings Spark's
+# Parquet writer reads for them from its job's Hadoop conf (which a writer's options are). Not
+# `write.parquet.compression-level`: parquet-mr (1.13, Spark 3.5) keeps one codec per class for the JVM,
+# made with the first write's level.
+_PARQUET_LAYOUT = (
+    (props.PARQUET_ROW_GROUP_SIZE_BYTES, props.DELETE_PARQUET_ROW_GROUP_SIZE_BYTES, "parquet.block.size"),
+    (props.PARQUET_PAGE_SIZE_BYTES, props.DELETE_PARQUET_PAGE_SIZE_BYTES, "parquet.page.size"),
+    (props.PARQUET_PAGE_ROW_LIMIT, props.DELETE_PARQUET_PAGE_ROW_LIMIT, "parquet.page.row.count.limit"),
+    (props.PARQUET_DICT_SIZE_BYTES, props.DELETE_PARQUET_DICT_SIZE_BYTES, "parquet.dictionary.page.size"),
+)
+_INT_MAX = 2 ** 31 - 1  # Iceberg reads each as an int
 
 
-def parquet_layout_options(properties: dict[str, str], location: str) -> dict[str, str]:
+def parquet_layout_options(properties: dict[str, str], location: str, deletes: bool = False) -> dict[str, str]:
     """The writer options for a table's `write.parquet.*` layout properties (row group, page and
     dictionary sizes, the page row limit), so its data files are laid out as Iceberg Java lays
-    them out under the same properties. Unset ones keep the writer's defaults."""
+    them out under the same properties. Unset ones keep the writer's defaults. `deletes`: for its
+    delete files, where each `write.delete.parquet.*` property, when set, takes the place of its
+    data file one."""
     out = {}
-    for name, option in _PARQUET_LAYOUT.items():
+    for data_name, delete_name, option in _PARQUET_LAYOUT:
+        name = delete_name if deletes and delete_name in properties else data_name
         if name in properties:
             text = properties[name].strip()
-            if not (text.isascii() and text.isdigit()) or int(text) < 1:
+            if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= _INT_MAX:
                 raise ValidationError(f"table property {name} = {properties[name]!r} of the table at {location} "
-                                      "must be a whole number of at least 1")
+                                      f"must be a whole number from 1 to {_INT_MAX}")
             out[option] = text
     return out
 

@@ -41,7 +41,9 @@ from pyice_sql.spark.connect_backend import conf_enabled, is_connect
 from pyice_sql.spark.frames import repartitioned, select_sql, sorted_within_partitions
 from pyice_sql.spark.read.file_keys import deletes_spec, file_key_sql, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
-from pyice_sql.spark.write.data_writer import WriteContext, final_locations, quote, write_options, written_files
+from pyice_sql.spark.write.data_writer import (
+    WriteContext, final_locations, parquet_layout_options, quote, write_options, written_files,
+)
 from pyice_sql.spark.write.dv_writer import write_vectors
 from pyice_sql.core.format.locations import (
     data_location, file_name, new_file_location, new_operation_id, partition_to_path,
@@ -174,7 +176,8 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
                                          keyed=True, as_read=as_read)
     shim = load_shim(spark)
     along = (shim.deletion_vectors_along(keyed._jdf, spec, in_tasks.previous, on_repeat) if in_tasks.vectors else
-             shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx), on_repeat))
+             shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx), _layout(ctx),
+                                              on_repeat))
     data_files: list[DataFile] = []
     try:
         if write_rows is None:
@@ -200,7 +203,7 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
     shim = load_shim(spark)
     try:
         written = (shim.write_deletion_vectors(rows._jdf, spec, in_tasks.previous) if in_tasks.vectors else
-                   shim.write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx)))
+                   shim.write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx), _layout(ctx)))
         return _described(written, targets, outputs, ctx, in_tasks.vectors)
     except BaseException:
         _delete_planned(ctx, outputs)
@@ -303,7 +306,7 @@ def _write_with_spark(deletes: DataFrame, targets: dict[str, DataFile], ctx: Wri
     codec = _codec(ctx)
     with staging_removed_on_failure(ctx.io, out_dir):
         (rows.write.mode("error").options(**write_options(rows.sparkSession))
-         .option("compression", "none" if codec == "uncompressed" else codec)
+         .option("compression", "none" if codec == "uncompressed" else codec).options(**_layout(ctx))
          .partitionBy(_TARGET).parquet(out_dir))
     staged = [(path, footer, by_digest.get(_digest_of(path))) for path, footer in written_files(ctx, out_dir)]
     staged = [s for s in staged if s[2] is not None]  # rows of a path not in `targets` are dropped
@@ -325,6 +328,11 @@ def _codec(ctx: WriteContext) -> str:
     """The delete files' Parquet compression codec from the table's properties (lower case)."""
     return ctx.properties.get(props.DELETE_PARQUET_COMPRESSION,
                               ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT)).lower()
+
+
+def _layout(ctx: WriteContext) -> dict[str, str]:
+    """The delete files' Parquet layout options (`data_writer.parquet_layout_options`)."""
+    return parquet_layout_options(ctx.properties, ctx.location, deletes=True)
 
 
 def _path_digest(path: str) -> str:

@@ -3,6 +3,7 @@ package pyice.shim;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.Collections;
 import java.util.HashMap;
@@ -79,6 +80,10 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         .required(PrimitiveTypeName.INT64).id(2147483545).named("pos")
         .named("table");
 
+    /** The Parquet layout settings {@link #write}'s {@code layout} takes. */
+    private static final Set<String> LAYOUT = new HashSet<>(Arrays.asList(
+        "parquet.block.size", "parquet.page.size", "parquet.page.row.count.limit", "parquet.dictionary.page.size"));
+
     /** Parsed targets specs on this JVM by their id. */
     private static final Map<Long, Map<Long, String[]>> PARSED = RecentSpecs.create(8);
 
@@ -86,13 +91,15 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
     private final Broadcast<byte[]> conf;
     private final DeleteLoader previous;  // null: nothing to fold
     private final String codec;  // null: deletion vector blobs, not Parquet files (format v3)
+    private final HashMap<String, String> layout;  // parquet-mr's settings by their Hadoop names; unset: its defaults
 
     private PositionDeleteWriter(Shipped targets, Broadcast<byte[]> conf, DeleteLoader previous,
-                                 String codec) {
+                                 String codec, HashMap<String, String> layout) {
         this.targets = targets;
         this.conf = conf;
         this.previous = previous;
         this.codec = codec;
+        this.layout = layout;
     }
 
     /**
@@ -100,11 +107,14 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * JSON array. {@code previousSpec} ({@link DeleteLoader}, keyed like the rows; null when nothing is folded)
      * names the delete files whose positions each data file's new file takes over; {@code codec} is a Parquet
      * compression codec name ({@code zstd}, {@code snappy}, {@code gzip}, {@code uncompressed}, ...), or null for
-     * deletion vector blobs ({@link #writeVectors}).
+     * deletion vector blobs ({@link #writeVectors}); {@code layout} (null: none) sets the files' row group, page and
+     * dictionary sizes and page row limit by parquet-mr's Hadoop names ({@code parquet.block.size},
+     * {@code parquet.page.size}, {@code parquet.dictionary.page.size}, {@code parquet.page.row.count.limit}), as
+     * Iceberg's {@code write.delete.parquet.*} properties do.
      */
     public static String write(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
-                               String codec) throws IOException {
-        PositionDeleteWriter writer = ship(rows, targets, previousSpec, conf, codec);
+                               String codec, Map<String, String> layout) throws IOException {
+        PositionDeleteWriter writer = ship(rows, targets, previousSpec, conf, codec, layout);
         List<String> out = rows.mapPartitions(writer, Summaries.ENCODER).collectAsList();
         return "[" + String.join(",", out) + "]";
     }
@@ -125,13 +135,13 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      */
     public static String writeVectors(Dataset<Row> rows, String targets, String previousSpec, Configuration conf)
         throws IOException {
-        return write(rows, targets, previousSpec, conf, null);
+        return write(rows, targets, previousSpec, conf, null, null);
     }
 
     /** {@link #along} for a format v3 table: the tasks leave deletion vector blobs as {@link #writeVectors} returns. */
     public static Along alongVectors(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
                                      String onRepeat) throws IOException {
-        return along(rows, targets, previousSpec, conf, null, onRepeat);
+        return along(rows, targets, previousSpec, conf, null, null, onRepeat);
     }
 
     /**
@@ -145,14 +155,14 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * summaries with {@link #summaries} and the rows' counts with {@link #counts} once that job has run.
      */
     public static Along along(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
-                              String codec, String onRepeat) throws IOException {
+                              String codec, Map<String, String> layout, String onRepeat) throws IOException {
         SparkSession spark = rows.sparkSession();
         CollectionAccumulator<String> written = spark.sparkContext().collectionAccumulator("pyice deletes");
         LongAccumulator[] counts = new LongAccumulator[COUNTED.length];
         for (int i = 0; i < counts.length; i++) {
             counts[i] = spark.sparkContext().longAccumulator("pyice " + COUNTED[i]);
         }
-        AlongDeletes deletes = ship(rows, targets, previousSpec, conf, codec)
+        AlongDeletes deletes = ship(rows, targets, previousSpec, conf, codec, layout)
             .new AlongDeletes(written, counts, onRepeat);
         String[] names = rows.columns();
         Column[] args = new Column[4];
@@ -207,7 +217,8 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
     }
 
     private static PositionDeleteWriter ship(Dataset<Row> rows, String targets, String previousSpec,
-                                             Configuration conf, String codec) throws IOException {
+                                             Configuration conf, String codec, Map<String, String> layout)
+        throws IOException {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(rows.sparkSession().sparkContext());
         if (codec != null) {
             CompressionCodecName.fromConf(codec);  // an unknown codec fails here, not in the tasks
@@ -215,7 +226,13 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         Shipped shipped = Shipped.of(jsc, targets);
         PARSED.put(shipped.id(), parse(targets));
         DeleteLoader loader = previousSpec == null ? null : DeleteLoader.ship(rows.sparkSession(), previousSpec, conf);
-        return new PositionDeleteWriter(shipped, FooterStats.ship(jsc, conf), loader, codec);
+        HashMap<String, String> settings = layout == null ? new HashMap<>() : new HashMap<>(layout);
+        for (Map.Entry<String, String> e : settings.entrySet()) {
+            if (!LAYOUT.contains(e.getKey()) || Long.parseLong(e.getValue()) < 1) {  // fails here, not in the tasks
+                throw new IllegalArgumentException("not a Parquet layout setting: " + e.getKey() + " = " + e.getValue());
+            }
+        }
+        return new PositionDeleteWriter(shipped, FooterStats.ship(jsc, conf), loader, codec, settings);
     }
 
     /** Key -> {output path, data file path}. */
@@ -286,11 +303,24 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
             return vector(dataFile, positions);
         }
         Path path = new Path(output);
-        ParquetWriter<Long> writer = new Builder(LocalOutputFile.of(path, hadoopConf), Binary.fromString(dataFile))
+        Builder builder = new Builder(LocalOutputFile.of(path, hadoopConf), Binary.fromString(dataFile))
             .withConf(hadoopConf)
             .withCompressionCodec(CompressionCodecName.fromConf(codec))
-            .withWriteMode(ParquetFileWriter.Mode.OVERWRITE)
-            .build();
+            .withWriteMode(ParquetFileWriter.Mode.OVERWRITE);
+        String size;
+        if ((size = layout.get("parquet.block.size")) != null) {
+            builder.withRowGroupSize(Long.parseLong(size));
+        }
+        if ((size = layout.get("parquet.page.size")) != null) {
+            builder.withPageSize(Integer.parseInt(size));
+        }
+        if ((size = layout.get("parquet.page.row.count.limit")) != null) {
+            builder.withPageRowCountLimit(Integer.parseInt(size));
+        }
+        if ((size = layout.get("parquet.dictionary.page.size")) != null) {
+            builder.withDictionaryPageSize(Integer.parseInt(size));
+        }
+        ParquetWriter<Long> writer = builder.build();
         try {
             for (long p : positions) {
                 writer.write(p);
