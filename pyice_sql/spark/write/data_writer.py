@@ -383,9 +383,7 @@ def write_options(spark: SparkSession) -> dict[str, str]:
 
 
 # Iceberg's Parquet layout properties (data files', delete files'), and the parquet-mr settings Spark's
-# Parquet writer reads for them from its job's Hadoop conf (which a writer's options are). Not
-# `write.parquet.compression-level`: parquet-mr (1.13, Spark 3.5) keeps one codec per class for the JVM,
-# made with the first write's level.
+# Parquet writer reads for them from its job's Hadoop conf (which a writer's options are).
 _PARQUET_LAYOUT = (
     (props.PARQUET_ROW_GROUP_SIZE_BYTES, props.DELETE_PARQUET_ROW_GROUP_SIZE_BYTES, "parquet.block.size"),
     (props.PARQUET_PAGE_SIZE_BYTES, props.DELETE_PARQUET_PAGE_SIZE_BYTES, "parquet.page.size"),
@@ -393,6 +391,25 @@ _PARQUET_LAYOUT = (
     (props.PARQUET_DICT_SIZE_BYTES, props.DELETE_PARQUET_DICT_SIZE_BYTES, "parquet.dictionary.page.size"),
 )
 _INT_MAX = 2 ** 31 - 1  # Iceberg reads each as an int
+
+
+def parquet_codec_options(spark: SparkSession, properties: dict[str, str], location: str) -> dict[str, str]:
+    """The writer options for a table's data file compression: `write.parquet.compression-codec`
+    and, for zstd, `write.parquet.compression-level` (as Iceberg Java sets it). The level only from
+    Spark 4 on: the Parquet library of Spark 3.5 (parquet-mr 1.13) keeps one zstd codec per JVM,
+    made with the first write's level, so a level there would leak into every later write
+    (PARQUET-2336 keyed that cache by level in 1.14)."""
+    codec = properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
+    out = {"compression": "none" if codec == "uncompressed" else codec}
+    level = properties.get(props.PARQUET_COMPRESSION_LEVEL)
+    if level is not None and codec == "zstd":
+        text = level.strip()
+        if not re.fullmatch(r"-?[0-9]+", text):
+            raise ValidationError(f"table property {props.PARQUET_COMPRESSION_LEVEL} = {level!r} of the table at "
+                                  f"{location} must be a whole number (a zstd level)")
+        if int(spark.version.split(".")[0]) >= 4:
+            out["parquet.compression.codec.zstd.level"] = text
+    return out
 
 
 def parquet_layout_options(properties: dict[str, str], location: str, deletes: bool = False) -> dict[str, str]:
@@ -476,12 +493,11 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
         counts = ", ".join(f"sum(CASE WHEN isnan({'.'.join(quote(p) for p in path)}) THEN 1 ELSE 0 END)"
                            for path in nan_columns.values())
         out = observe(out, observation, F.expr(f"array({counts}) AS {_NAN_COUNTS}"))
-    codec = ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     writer = (out.write.mode("error").option("maxRecordsPerFile", max_records).options(**write_options(df.sparkSession))
               .options(**parquet_layout_options(ctx.properties, ctx.location))
-              .option("compression", "none" if codec == "uncompressed" else codec))
+              .options(**parquet_codec_options(df.sparkSession, ctx.properties, ctx.location)))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])
     splits = (_whole_file_splits(df.sparkSession, target, read_straight) if read_straight and not folders
