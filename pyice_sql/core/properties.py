@@ -56,6 +56,7 @@ METRICS_MODE_COLUMN_CONF_PREFIX = "write.metadata.metrics.column."
 PARQUET_COMPRESSION = "write.parquet.compression-codec"
 PARQUET_COMPRESSION_DEFAULT = "zstd"
 PARQUET_COMPRESSION_LEVEL = "write.parquet.compression-level"
+DELETE_PARQUET_COMPRESSION_LEVEL = "write.delete.parquet.compression-level"
 # Parquet layout of data files; unset, the writer's own defaults apply (parquet-mr's equal Iceberg's
 # but the dictionary page, 1 MB against Iceberg Java's 2 MB).
 PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"

@@ -544,7 +544,8 @@ class ShimHandle:
                                     layout: dict[str, str]) -> str:
         """PositionDeleteWriter.write: writes the delete files of the JVM Dataset `rows` in its tasks and
         returns their footer summaries, a JSON array (see write/delete_writer.py). `layout`: parquet-mr's
-        row group, page and dictionary settings by their Hadoop names (unset ones: its defaults)."""
+        row group, page and dictionary settings and zstd level by their Hadoop names (unset ones: its
+        defaults)."""
         return self._call_text("PositionDeleteWriter", "write", rows, targets, previous, self._conf(), codec,
                                self._map(layout))
 

@@ -393,23 +393,33 @@ _PARQUET_LAYOUT = (
 _INT_MAX = 2 ** 31 - 1  # Iceberg reads each as an int
 
 
-def parquet_codec_options(spark: SparkSession, properties: dict[str, str], location: str) -> dict[str, str]:
-    """The writer options for a table's data file compression: `write.parquet.compression-codec`
-    and, for zstd, `write.parquet.compression-level` (as Iceberg Java sets it). The level only from
-    Spark 4 on: the Parquet library of Spark 3.5 (parquet-mr 1.13) keeps one zstd codec per JVM,
-    made with the first write's level, so a level there would leak into every later write
-    (PARQUET-2336 keyed that cache by level in 1.14)."""
-    codec = properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT).lower()
-    out = {"compression": "none" if codec == "uncompressed" else codec}
-    level = properties.get(props.PARQUET_COMPRESSION_LEVEL)
-    if level is not None and codec == "zstd":
-        text = level.strip()
-        if not re.fullmatch(r"-?[0-9]+", text):
-            raise ValidationError(f"table property {props.PARQUET_COMPRESSION_LEVEL} = {level!r} of the table at "
-                                  f"{location} must be a whole number (a zstd level)")
-        if int(spark.version.split(".")[0]) >= 4:
-            out["parquet.compression.codec.zstd.level"] = text
-    return out
+def _governing(properties: dict[str, str], data_name: str, delete_name: str, deletes: bool) -> str:
+    """The property that governs a file: for delete files their `write.delete.*` one when set (else
+    the data files'), as Iceberg's Parquet delete context reads them."""
+    return delete_name if deletes and delete_name in properties else data_name
+
+
+def parquet_codec(properties: dict[str, str], deletes: bool = False) -> str:
+    """The Parquet compression codec (lower case) of a table's data or delete files."""
+    name = _governing(properties, props.PARQUET_COMPRESSION, props.DELETE_PARQUET_COMPRESSION, deletes)
+    return properties.get(name, props.PARQUET_COMPRESSION_DEFAULT).lower()
+
+
+def zstd_level_options(spark: SparkSession, properties: dict[str, str], location: str,
+                       deletes: bool = False) -> dict[str, str]:
+    """The writer option for a zstd table's `write.parquet.compression-level` (delete files:
+    `write.delete.parquet.compression-level`), the conf key Iceberg Java sets. Only from Spark 4 on:
+    the Parquet library of Spark 3.5 (parquet-mr 1.13) keeps one zstd codec per JVM, made with the
+    first write's level, so a level there would leak into every later write (PARQUET-2336 keyed that
+    cache by level in 1.14). A level that is not a whole number fails on both."""
+    name = _governing(properties, props.PARQUET_COMPRESSION_LEVEL, props.DELETE_PARQUET_COMPRESSION_LEVEL, deletes)
+    if name not in properties or parquet_codec(properties, deletes) != "zstd":
+        return {}
+    text = properties[name].strip()
+    if not re.fullmatch(r"-?[0-9]+", text):
+        raise ValidationError(f"table property {name} = {properties[name]!r} of the table at {location} "
+                              "must be a whole number (a zstd level)")
+    return {"parquet.compression.codec.zstd.level": text} if int(spark.version.split(".")[0]) >= 4 else {}
 
 
 def parquet_layout_options(properties: dict[str, str], location: str, deletes: bool = False) -> dict[str, str]:
@@ -420,7 +430,7 @@ def parquet_layout_options(properties: dict[str, str], location: str, deletes: b
     data file one."""
     out = {}
     for data_name, delete_name, option in _PARQUET_LAYOUT:
-        name = delete_name if deletes and delete_name in properties else data_name
+        name = _governing(properties, data_name, delete_name, deletes)
         if name in properties:
             text = properties[name].strip()
             if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= _INT_MAX:
@@ -493,11 +503,13 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
         counts = ", ".join(f"sum(CASE WHEN isnan({'.'.join(quote(p) for p in path)}) THEN 1 ELSE 0 END)"
                            for path in nan_columns.values())
         out = observe(out, observation, F.expr(f"array({counts}) AS {_NAN_COUNTS}"))
+    codec = parquet_codec(ctx.properties)
     operation_id = new_operation_id()
     write_dir = f"{data_location(ctx.location, ctx.properties)}/pyice-staging-{operation_id}"
     writer = (out.write.mode("error").option("maxRecordsPerFile", max_records).options(**write_options(df.sparkSession))
               .options(**parquet_layout_options(ctx.properties, ctx.location))
-              .options(**parquet_codec_options(df.sparkSession, ctx.properties, ctx.location)))
+              .option("compression", "none" if codec == "uncompressed" else codec)
+              .options(**zstd_level_options(df.sparkSession, ctx.properties, ctx.location)))
     if folders:
         writer = writer.partitionBy(*[n for n, _, _ in folders])
     splits = (_whole_file_splits(df.sparkSession, target, read_straight) if read_straight and not folders

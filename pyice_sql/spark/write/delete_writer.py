@@ -42,7 +42,8 @@ from pyice_sql.spark.frames import repartitioned, select_sql, sorted_within_part
 from pyice_sql.spark.read.file_keys import deletes_spec, file_key_sql, file_keys
 from pyice_sql.spark.schema import FIELD_ID_KEY
 from pyice_sql.spark.write.data_writer import (
-    WriteContext, final_locations, parquet_layout_options, quote, write_options, written_files,
+    WriteContext, final_locations, parquet_codec, parquet_layout_options, quote, write_options, written_files,
+    zstd_level_options,
 )
 from pyice_sql.spark.write.dv_writer import write_vectors
 from pyice_sql.core.format.locations import (
@@ -176,7 +177,7 @@ def write_position_deletes_along(rows: DataFrame, targets: dict[str, DataFile], 
                                          keyed=True, as_read=as_read)
     shim = load_shim(spark)
     along = (shim.deletion_vectors_along(keyed._jdf, spec, in_tasks.previous, on_repeat) if in_tasks.vectors else
-             shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx), _layout(ctx),
+             shim.position_delete_files_along(keyed._jdf, spec, in_tasks.previous, _codec(ctx), _layout(ctx, spark),
                                               on_repeat))
     data_files: list[DataFile] = []
     try:
@@ -203,7 +204,8 @@ def _write_in_tasks(deletes: DataFrame, targets: dict[str, DataFile], ctx: Write
     shim = load_shim(spark)
     try:
         written = (shim.write_deletion_vectors(rows._jdf, spec, in_tasks.previous) if in_tasks.vectors else
-                   shim.write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx), _layout(ctx)))
+                   shim.write_position_delete_files(rows._jdf, spec, in_tasks.previous, _codec(ctx),
+                                                    _layout(ctx, spark)))
         return _described(written, targets, outputs, ctx, in_tasks.vectors)
     except BaseException:
         _delete_planned(ctx, outputs)
@@ -306,7 +308,7 @@ def _write_with_spark(deletes: DataFrame, targets: dict[str, DataFile], ctx: Wri
     codec = _codec(ctx)
     with staging_removed_on_failure(ctx.io, out_dir):
         (rows.write.mode("error").options(**write_options(rows.sparkSession))
-         .option("compression", "none" if codec == "uncompressed" else codec).options(**_layout(ctx))
+         .option("compression", "none" if codec == "uncompressed" else codec).options(**_layout(ctx, rows.sparkSession))
          .partitionBy(_TARGET).parquet(out_dir))
     staged = [(path, footer, by_digest.get(_digest_of(path))) for path, footer in written_files(ctx, out_dir)]
     staged = [s for s in staged if s[2] is not None]  # rows of a path not in `targets` are dropped
@@ -326,13 +328,13 @@ def _write_with_spark(deletes: DataFrame, targets: dict[str, DataFile], ctx: Wri
 
 def _codec(ctx: WriteContext) -> str:
     """The delete files' Parquet compression codec from the table's properties (lower case)."""
-    return ctx.properties.get(props.DELETE_PARQUET_COMPRESSION,
-                              ctx.properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT)).lower()
+    return parquet_codec(ctx.properties, deletes=True)
 
 
-def _layout(ctx: WriteContext) -> dict[str, str]:
-    """The delete files' Parquet layout options (`data_writer.parquet_layout_options`)."""
-    return parquet_layout_options(ctx.properties, ctx.location, deletes=True)
+def _layout(ctx: WriteContext, spark: SparkSession) -> dict[str, str]:
+    """The delete files' Parquet layout and zstd level options (`data_writer`'s)."""
+    return {**parquet_layout_options(ctx.properties, ctx.location, deletes=True),
+            **zstd_level_options(spark, ctx.properties, ctx.location, deletes=True)}
 
 
 def _path_digest(path: str) -> str:

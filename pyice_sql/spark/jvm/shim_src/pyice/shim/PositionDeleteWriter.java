@@ -80,9 +80,13 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         .required(PrimitiveTypeName.INT64).id(2147483545).named("pos")
         .named("table");
 
-    /** The Parquet layout settings {@link #write}'s {@code layout} takes. */
+    /** The zstd level's conf key (its codec cache is keyed by it from parquet-mr 1.14 on). */
+    private static final String ZSTD_LEVEL = "parquet.compression.codec.zstd.level";
+
+    /** The Parquet settings {@link #write}'s {@code layout} takes. */
     private static final Set<String> LAYOUT = new HashSet<>(Arrays.asList(
-        "parquet.block.size", "parquet.page.size", "parquet.page.row.count.limit", "parquet.dictionary.page.size"));
+        "parquet.block.size", "parquet.page.size", "parquet.page.row.count.limit", "parquet.dictionary.page.size",
+        ZSTD_LEVEL));
 
     /** Parsed targets specs on this JVM by their id. */
     private static final Map<Long, Map<Long, String[]>> PARSED = RecentSpecs.create(8);
@@ -109,8 +113,9 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
      * compression codec name ({@code zstd}, {@code snappy}, {@code gzip}, {@code uncompressed}, ...), or null for
      * deletion vector blobs ({@link #writeVectors}); {@code layout} (null: none) sets the files' row group, page and
      * dictionary sizes and page row limit by parquet-mr's Hadoop names ({@code parquet.block.size},
-     * {@code parquet.page.size}, {@code parquet.dictionary.page.size}, {@code parquet.page.row.count.limit}), as
-     * Iceberg's {@code write.delete.parquet.*} properties do.
+     * {@code parquet.page.size}, {@code parquet.dictionary.page.size}, {@code parquet.page.row.count.limit}) and
+     * the zstd level ({@code parquet.compression.codec.zstd.level}), as Iceberg's {@code write.delete.parquet.*}
+     * properties do.
      */
     public static String write(Dataset<Row> rows, String targets, String previousSpec, Configuration conf,
                                String codec, Map<String, String> layout) throws IOException {
@@ -228,7 +233,8 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
         DeleteLoader loader = previousSpec == null ? null : DeleteLoader.ship(rows.sparkSession(), previousSpec, conf);
         HashMap<String, String> settings = layout == null ? new HashMap<>() : new HashMap<>(layout);
         for (Map.Entry<String, String> e : settings.entrySet()) {
-            if (!LAYOUT.contains(e.getKey()) || Long.parseLong(e.getValue()) < 1) {  // fails here, not in the tasks
+            long value = Long.parseLong(e.getValue());  // fails here, not in the tasks
+            if (!LAYOUT.contains(e.getKey()) || (value < 1 && !e.getKey().equals(ZSTD_LEVEL))) {
                 throw new IllegalArgumentException("not a Parquet layout setting: " + e.getKey() + " = " + e.getValue());
             }
         }
@@ -303,8 +309,14 @@ public final class PositionDeleteWriter implements MapPartitionsFunction<Row, St
             return vector(dataFile, positions);
         }
         Path path = new Path(output);
+        String level = layout.get(ZSTD_LEVEL);
+        Configuration writeConf = hadoopConf;
+        if (level != null) {  // a copy: the conf is this JVM's, shared by every write of the broadcast
+            writeConf = new Configuration(hadoopConf);
+            writeConf.set(ZSTD_LEVEL, level);
+        }
         Builder builder = new Builder(LocalOutputFile.of(path, hadoopConf), Binary.fromString(dataFile))
-            .withConf(hadoopConf)
+            .withConf(writeConf)
             .withCompressionCodec(CompressionCodecName.fromConf(codec))
             .withWriteMode(ParquetFileWriter.Mode.OVERWRITE);
         String size;
