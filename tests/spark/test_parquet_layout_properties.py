@@ -1,6 +1,7 @@
 """A table's `write.parquet.*` layout properties shape the data files pyice writes, and its
 `write.delete.parquet.*` ones (else the data files') its position delete files, as they shape
-Iceberg Java's: row group size and dictionary size, read back from the files' footers."""
+Iceberg Java's: row group size and dictionary size, read back from the files' footers, and the
+zstd level (Spark 4 only), told by the files' sizes."""
 from __future__ import annotations
 
 import pyarrow.parquet as pq
