@@ -190,7 +190,8 @@ def test_unpartitioned_all_types(world):
 
 
 @scenario("nested", wheres=[
-    "arr[0] = 10", "m['k2'] = 2.5", "st.x[1] = 'q'", "st.y[7].z = 9", "arrst[0].b = 'x'", "size(arr) = 0"],
+    "get(arr, 0) = 10", "m['k2'] = 2.5", "get(st.x, 1) = 'q'", "st.y[7].z = 9", "get(arrst, 0).b = 'x'",
+    "size(arr) = 0"],
     peers=("duckdb",))  # PyIceberg 0.12 reads a NULL list<struct> or NULL map as [] (Java's files too)
 def build_nested(ice):
     """Lists and maps: their files carry an id on every node, list elements and map keys/values too."""
@@ -209,7 +210,7 @@ def test_lists_and_maps(world):
     check_readers(world, "nested")
 
 
-@scenario("readded", wheres=["c = 'new'", "c IS NULL", "arr[0] = 3"], peers=("duckdb",))  # PyIceberg: as "nested"
+@scenario("readded", wheres=["c = 'new'", "c IS NULL", "get(arr, 0) = 3"], peers=("duckdb",))  # PyIceberg: as "nested"
 def build_readded(ice):
     """A column of a table with a list and a map, dropped and added again under its name: the old
     files' values are not the new column's. Readers that match columns by name (the name mapping
@@ -222,7 +223,7 @@ def build_readded(ice):
     ice.sql("INSERT INTO local.db.readded VALUES (2, array(3), NULL, 'new')")
 
 
-@scenario("evolved_nested", wheres=["array_contains(arr, 2)", "arrst[0].bb = 'y'", "m[2] > 1"],
+@scenario("evolved_nested", wheres=["array_contains(arr, 2)", "get(arrst, 0).bb = 'y'", "m[2] > 1"],
           peers=("duckdb",))  # PyIceberg 0.12 reads a map as a list of pairs
 def build_evolved_nested(ice):
     """Columns inside lists and maps evolved: an element and a map value widened (also inside a
