@@ -70,7 +70,8 @@ done
 names=() pythons=() markers=() targets=()
 group() { names+=("$1"); pythons+=("$2"); markers+=("$3"); targets+=("$4"); }
 py35=.venv/bin/python py4=.venv-spark4/bin/python
-four() { [ "$spark4" = 0 ] || group "Spark $SPARK4: $1" "$py4" "$marker4" "$2"; }
+# a Spark 4 group: its name, its targets, and its marker if not marker4
+four() { [ "$spark4" = 0 ] || group "Spark $SPARK4: $1" "$py4" "${3:-$marker4}" "$2"; }
 if [ ${#rest[@]} -eq 0 ]; then
   four "spark, unit" "tests/spark tests/unit"                                           # 19
   # a suite in two, by the modules' names (the second: the rest, so that no module is left out)
@@ -81,6 +82,10 @@ if [ ${#rest[@]} -eq 0 ]; then
   group "Spark 3.5: reliability" "$py35" "$marker35" tests/reliability                       # 5.2
   group "Spark 3.5: rest" "$py35" "$marker35" tests/rest                                     # 3
   four "connect" tests/connect                                                               # 2.8
+  # Java reads what Spark 4's writers wrote, and random DML under Spark 4's ANSI defaults (the
+  # other interop modules run on Spark 3.5 only: Java's Spark is 3.5, and they would add 20 minutes)
+  four "interop: Java reads our files, random DML" \
+    "tests/interop/test_written_by_pyice.py tests/interop/test_random_differential.py" "$marker35"  # 3
   group "Spark 3.5: unit" "$py35" "$marker35" tests/unit                                     # 0.3
 else
   group "Spark 3.5" "$py35" "$marker35" --ignore=tests/connect  # Connect needs Spark 4's extras
