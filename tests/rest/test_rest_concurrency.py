@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.interop.engines import REF_PYTHON
 from tests.reliability import concurrency as race
 from tests.reliability.tablefiles import kind, leftovers
 from tests.rest.java_rest import CONFLICTS as JAVA_CONFLICT
@@ -68,8 +69,8 @@ def raced(spark, tmp_path_factory):
                f"--driver-memory 512m --conf spark.pyice.catalog.local.uri={uri} pyspark-shell"}
         plan = java_plan(K, N, 4242)
         started = time.monotonic()
-        java = subprocess.Popen(
-            [sys.executable, str(JAVA_REST), uri, "--keep-going", f"--conflict-retries={JAVA_RETRIES}",
+        java = subprocess.Popen(  # Iceberg Java's Spark 3.5 runtime, whatever Spark the tests run on
+            [REF_PYTHON, str(JAVA_REST), uri, "--keep-going", f"--conflict-retries={JAVA_RETRIES}",
              *(race.statement(op, params).replace(race.TABLE, JAVA_TABLE) for op, params in plan)],
             env={**env, "ICEBERG_REF_MASTER": "local[1]"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs = [subprocess.Popen(
