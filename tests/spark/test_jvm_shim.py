@@ -329,7 +329,7 @@ def test_footer_stats_missing_file_fails(shim, tmp_path):
 
 
 def test_list_and_map_files_carry_every_field_id(ice, shim, warehouse):
-    """Spark puts no ids on list elements or map keys/values; the shim's FieldIdParquetFormat does,
+    """Spark puts no ids on list elements or map keys/values; the shim's DataFileParquetFormat does,
     on every column of each file (the ids as the table's schema assigned them). Where Spark cannot
     look that format up by name (the shim loaded into a running session), no column has an id:
     never a partial set."""
@@ -349,6 +349,48 @@ def test_list_and_map_files_carry_every_field_id(ice, shim, warehouse):
     for stats in shim.footer_stats(files):
         assert {tuple(c["path"]): c["fieldId"] for c in stats["columns"]} == expected
 
+
+
+def _property_keys(conf) -> set[str]:
+    found, it = set(), conf.iterator()
+    while it.hasNext():
+        found.add(it.next().getKey())
+    return found
+
+
+def test_data_file_writes_leave_yarn_defaults_out_of_their_tasks(spark, shim):
+    """DataFileParquetFormat.withoutYarnDefaults, on a write job's Hadoop configuration as Spark
+    builds it: every property whose only source is YARN's defaults goes; a YARN property the user
+    set stays, and so does every other default. Truth: the sources Hadoop records for each."""
+    jvm = spark._jvm
+    conf = jvm.org.apache.hadoop.mapreduce.Job.getInstance(
+        spark._jsparkSession.sessionState().newHadoopConf()).getConfiguration()
+    conf.set("yarn.resourcemanager.hostname", "rm.example")  # one of YARN's defaults, set by the user
+    before = _property_keys(conf)
+    yarn_only = {k for k in before if list(conf.getPropertySources(k) or []) == ["yarn-default.xml"]}
+    assert len(yarn_only) > 100 and "yarn.resourcemanager.hostname" not in yarn_only
+    assert jvm.pyice.shim.DataFileParquetFormat.withoutYarnDefaults(conf) == len(yarn_only)
+    assert _property_keys(conf) == before - yarn_only
+    assert conf.get("yarn.resourcemanager.hostname") == "rm.example" and conf.get("fs.defaultFS") is not None
+
+
+def test_data_files_are_written_through_the_shims_format(spark, ice, shim):
+    """Every data file write goes through DataFileParquetFormat where Spark can load it by name
+    (a table without list or map columns too), else through Spark's own Parquet source: read from
+    the write command of the INSERT's SQL execution, as Spark's status store describes it."""
+    ice.sql("CREATE TABLE local.db.flat (id bigint, s string) USING iceberg")
+    store = spark._jsparkSession.sharedState().statusStore()
+
+    def executions():  # the store keeps the newest (1,000 by default): by id, not by position
+        found = store.executionsList()
+        return [found.apply(i) for i in range(found.size())]
+    last = max((e.executionId() for e in executions()), default=-1)
+    ice.sql("INSERT INTO local.db.flat VALUES (1, 'a')")
+    plans = [e.physicalPlanDescription() for e in executions() if e.executionId() > last]
+    writes = [p for p in plans if "InsertIntoHadoopFsRelationCommand" in p]
+    assert len(writes) == 1
+    assert ("Parquet (pyice data files)" in writes[0]) == (shim.mode == "classpath")
+    assert ice.sql("SELECT * FROM local.db.flat").collect() == [(1, "a")]
 
 # ---------------------------------------------------------------------------------------------------------
 # Bucket UDF against the spec's vectors
