@@ -451,7 +451,7 @@ def data_file_format(spark: SparkSession) -> str:
     classpath), else Spark's own Parquet source. Spark's file writer puts the job's Hadoop
     configuration inside every write task, and that format leaves YARN's defaults out of it (438
     of ~1,000 properties, each read back as a GZIP stream of its own): on two executors, a
-    100-task INSERT's tasks spent 0.2 s less reading theirs (DataFileParquetFormat.java)."""
+    100-task INSERT's tasks spent 0.1-0.2 s less reading theirs (DataFileParquetFormat.java)."""
     return DATA_FILE_FORMAT if not is_connect(spark) and load_shim(spark).mode == "classpath" else "parquet"
 
 
