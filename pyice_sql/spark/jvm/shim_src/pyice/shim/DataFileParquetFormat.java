@@ -23,7 +23,7 @@ import org.apache.spark.sql.types.StructType;
  * none). pyice_sql gives it for tables with list or map columns.</li>
  * <li>The job's Hadoop configuration leaves out YARN's defaults ({@link #withoutYarnDefaults}). Spark's file writer
  * puts that configuration inside every write task, each of its ~1,000 properties with its source as a GZIP stream of
- * its own: ~7 ms to read back in each task, ~48 ms to write per job. YARN's defaults are 438 of them, and a task
+ * its own: ~6-7 ms to read back in each task, ~5 ms to write per job. YARN's defaults are 438 of them, and a task
  * writing files never reads one. (The copy Spark's write statistics carry is built where this class cannot reach.)</li>
  * </ul>
  */
