@@ -26,9 +26,13 @@ trap 'exit 130' INT TERM
 
 # The Spark 4 venv installs while the Spark 3.5 one and the reference engine do (pip waits on
 # the network as much as on a core).
+# It takes the oldest sqlglot and fastavro pyproject.toml allows (a fresh 3.5 venv gets the newest),
+# so both ends of those ranges are tested.
 if [ "$spark4" != 0 ]; then
+  # shellcheck disable=SC2046
   (.venv-spark4/bin/python -m pip install -q --upgrade pip >/dev/null &&
-   .venv-spark4/bin/python -m pip install -q -e '.[test,connect]' "pyspark==$SPARK4") > "$work/spark4-setup.log" 2>&1 &
+   .venv-spark4/bin/python -m pip install -q -e '.[test,connect]' "pyspark==$SPARK4" \
+     $(sed -n 's/^ *"\(sqlglot\|fastavro\)>=\([0-9.]*\).*/\1==\2/p' pyproject.toml)) > "$work/spark4-setup.log" 2>&1 &
   setup4=$!
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null

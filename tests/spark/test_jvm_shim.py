@@ -350,7 +350,6 @@ def test_list_and_map_files_carry_every_field_id(ice, shim, warehouse):
         assert {tuple(c["path"]): c["fieldId"] for c in stats["columns"]} == expected
 
 
-
 def _property_keys(conf) -> set[str]:
     found, it = set(), conf.iterator()
     while it.hasNext():
