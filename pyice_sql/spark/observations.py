@@ -1,8 +1,10 @@
 """Spark Observations attached and read in few py4j round trips.
 
 pyspark 3.5's `Observation.get` walks the JVM map with a py4j call per step: ~50 calls, ~20 ms,
-for an observation of three metrics, and a merge-on-read statement reads two or three. pyspark 4
-reads the metrics row pickled in one call; this does the same on both. And pyspark 3.5's
+for an observation of three metrics, and a merge-on-read statement reads two or three. pyspark 4.1+
+reads the metrics row pickled in one call; this does the same on 3.5. Spark 4.0's JVM Observation
+has no row to give: there its map is read, in a few calls (pyspark 4.0's own `get` leaves an array
+metric a JavaObject, and its walk of the map ends in a Java exception, ~20 calls). And pyspark 3.5's
 `DataFrame.observe` reaches the JVM's Observation class one package at a time
 (`jvm.org.apache...`), where each name py4j does not know is a `Class.forName` over every jar:
 3-12 ms per observation in a session with Iceberg's jars; `observe` names the class whole.
@@ -26,15 +28,44 @@ def observe(df: DataFrame, observation: Observation, *exprs: Column) -> DataFram
     return type(df)(jdf.observe(observation._jo, exprs[0]._jc, rest), df.sparkSession)
 
 
+# whether the JVM's Observation gives its metrics as one row (Spark 3.5 and 4.1+), found out by the
+# first observation read in the process: on Spark 4.0 a failed call costs ~70 round trips
+_reads_rows = True
+
+
 def observed_metrics(observation: Observation) -> dict:
     """The metrics `observation` collected (waits for its first action, as `Observation.get`)."""
     jo, jvm = getattr(observation, "_jo", None), getattr(observation, "_jvm", None)
     if jo is None or jvm is None:  # Spark Connect, or never observed (`get` says so)
         return observation.get
+    from py4j.protocol import Py4JError, Py4JJavaError
     from pyspark.serializers import CPickleSerializer
 
-    row = jo.getRow()
+    global _reads_rows
+    row = None
+    if _reads_rows:
+        try:
+            row = jo.getRow()
+        except Py4JJavaError:
+            raise
+        except Py4JError:  # no such method: Spark 4.0's Observation has none (3.5's and 4.1+'s do)
+            _reads_rows = False
+    if row is None:  # the map, its names read as one array (iterating it ends in a Java exception)
+        metrics = jo.getAsJava()
+        return {name: _as_list(metrics.get(name)) for name in list(metrics.keySet().toArray())}
     if row.size() == 0:  # a plan Spark proved empty reports no metrics
         return {}
     utils = getattr(jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")
     return CPickleSerializer().loads(utils.toPyRow(row)).asDict(recursive=False)
+
+
+def _as_list(value):
+    """An array metric (a Scala Seq in Spark 4.0's map of them, which py4j leaves a JavaObject) as
+    the list the pickled row of 3.5 and 4.1+ gives; any other value as it is. The array metrics
+    are counts (data_writer's NaN counts per column): read as one text, not an element per round trip."""
+    from py4j.java_gateway import JavaObject
+
+    if not isinstance(value, JavaObject):
+        return value
+    text = value.mkString(",")
+    return [None if n == "null" else int(n) for n in text.split(",")] if text else []

@@ -40,3 +40,24 @@ def test_observe_attaches_as_pyspark_does(spark, named):
     assert observed_metrics(single) == {"top": 6}
     with pytest.raises(Exception):
         observe(frame, ours, *metrics)
+
+
+@pytest.mark.parametrize("rows", [10, 0])
+def test_metrics_read_from_the_map_equal_the_row(spark, monkeypatch, rows):
+    """Where the JVM's Observation has no row to give (Spark 4.0), the metrics are read from its map,
+    an array metric (data_writer's NaN counts) as a list: the same values as the row gives."""
+    from pyspark.sql import Observation, functions as F
+
+    from pyice_sql.spark import observations
+    from pyice_sql.spark.observations import observe, observed_metrics
+
+    def metrics() -> tuple:
+        return (F.count(F.lit(1)).alias("n"), F.sum("id").alias("total"),
+                F.expr("array(count_if(id % 2 = 0), count_if(id > 100)) AS counts"))
+    by_row, by_map = Observation(), Observation()
+    observe(spark.range(rows), by_row, *metrics()).collect()
+    observe(spark.range(rows), by_map, *metrics()).collect()
+    expected = {"n": rows, "total": sum(range(rows)) if rows else None, "counts": [(rows + 1) // 2, 0]}
+    assert observed_metrics(by_row) == expected
+    monkeypatch.setattr(observations, "_reads_rows", False)
+    assert observed_metrics(by_map) == expected
