@@ -50,8 +50,10 @@ def test_a_remote_connect_client_needs_no_local_java(tmp_path, monkeypatch):
 
 
 def test_connect_client_packages_are_named_when_missing(monkeypatch):
-    pytest.importorskip("pyspark.sql.connect.utils")
-    import pyspark.sql.connect.utils as connect_utils
+    try:
+        import pyspark.sql.connect.utils as connect_utils
+    except ImportError as e:  # pyspark 4.2+ checks the connect extras as the module loads
+        pytest.skip(f"no Spark Connect client to check here: {e}")
 
     def missing() -> None:
         raise ImportError("[PACKAGE_NOT_INSTALLED] grpcio >= 1.48.1 must be installed; however, it was not found.")
