@@ -4,7 +4,9 @@ pyspark 3.5's `Observation.get` walks the JVM map with a py4j call per step: ~50
 for an observation of three metrics, and a merge-on-read statement reads two or three. pyspark 4.1+
 reads the metrics row pickled in one call; this does the same on 3.5. Spark 4.0's JVM Observation
 has no row to give: there its map is read, in a few calls (pyspark 4.0's own `get` leaves an array
-metric a JavaObject, and its walk of the map ends in a Java exception, ~20 calls). And pyspark 3.5's
+metric a JavaObject, and its walk of the map ends in a Java exception, ~20 calls), after a bounded
+wait: 4.0 never completes an Observation whose node the optimizer dropped (a filter it proved false
+above it), where 3.5 and 4.1+ give an empty row, so its `get` would wait forever. And pyspark 3.5's
 `DataFrame.observe` reaches the JVM's Observation class one package at a time
 (`jvm.org.apache...`), where each name py4j does not know is a `Class.forName` over every jar:
 3-12 ms per observation in a session with Iceberg's jars; `observe` names the class whole.
@@ -31,6 +33,9 @@ def observe(df: DataFrame, observation: Observation, *exprs: Column) -> DataFram
 # whether the JVM's Observation gives its metrics as one row (Spark 3.5 and 4.1+), found out by the
 # first observation read in the process: on Spark 4.0 a failed call costs ~70 round trips
 _reads_rows = True
+# how long Spark 4.0's map read waits for the metrics: a listener completes its Observation within
+# milliseconds of the action, or never where the observed node was optimized away (then: no metrics)
+MAP_WAIT_SECONDS = 5
 
 
 def observed_metrics(observation: Observation) -> dict:
@@ -51,12 +56,29 @@ def observed_metrics(observation: Observation) -> dict:
         except Py4JError:  # no such method: Spark 4.0's Observation has none (3.5's and 4.1+'s do)
             _reads_rows = False
     if row is None:  # the map, its names read as one array (iterating it ends in a Java exception)
+        if not _completed(jvm, jo):
+            return {}
         metrics = jo.getAsJava()
         return {name: _as_list(metrics.get(name)) for name in list(metrics.keySet().toArray())}
     if row.size() == 0:  # a plan Spark proved empty reports no metrics
         return {}
     utils = getattr(jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")
     return CPickleSerializer().loads(utils.toPyRow(row)).asDict(recursive=False)
+
+
+def _completed(jvm, jo) -> bool:
+    """Whether Spark 4.0's JVM Observation `jo` got its metrics within MAP_WAIT_SECONDS (its
+    `future`; a failed one counts as completed: reading it raises the failure)."""
+    from py4j.protocol import Py4JJavaError
+
+    wait = getattr(jvm, "scala.concurrent.duration.Duration").apply(MAP_WAIT_SECONDS, "s")
+    try:
+        getattr(jvm, "scala.concurrent.Await").ready(jo.future(), wait)
+    except Py4JJavaError as e:
+        if "TimeoutException" not in str(e.java_exception.getClass().getName()):
+            raise
+        return False
+    return True
 
 
 def _as_list(value):

@@ -61,3 +61,37 @@ def test_metrics_read_from_the_map_equal_the_row(spark, monkeypatch, rows):
     assert observed_metrics(by_row) == expected
     monkeypatch.setattr(observations, "_reads_rows", False)
     assert observed_metrics(by_map) == expected
+
+
+@pytest.mark.parametrize("by_map", [False, True])
+def test_metrics_of_a_plan_proven_empty_are_counted_again(spark, monkeypatch, by_map):
+    """Spark drops an observation from a plan it proves empty and reports no metrics (Spark 4.0
+    never completes it: read from the map, it gives none after a bounded wait): the row-level
+    writers count again (`observed`'s fallback) instead of reading zero. A failure to read the
+    metrics is raised, not recounted (Spark 4.0's missing `getRow` once showed only as extra jobs)."""
+    from pyspark.sql import Observation, functions as F
+
+    from pyice_sql.spark import observations
+    from pyice_sql.spark.observations import observe, observed_metrics
+    from pyice_sql.spark.rowlevel import context
+
+    monkeypatch.setattr(observations, "MAP_WAIT_SECONDS", 1)  # Spark 4.0 reads the map either way
+    if by_map:
+        monkeypatch.setattr(observations, "_reads_rows", False)
+    empty = Observation()
+    observe(spark.range(10), empty, F.count(F.lit(1)).alias("n")).where("false").write.format("noop") \
+        .mode("overwrite").save()
+    assert observed_metrics(empty) == {}
+    assert context.observed(empty, lambda: {"n": 0, "recounted": True}) == {"n": 0, "recounted": True}
+
+    counted = Observation()
+    observe(spark.range(10), counted, F.count(F.lit(1)).alias("n")).write.format("noop").mode("overwrite").save()
+    recounts = []
+    assert context.observed(counted, lambda: recounts.append(1) or {}) == {"n": 10}
+
+    def unreadable(observation):
+        raise RuntimeError("Method getRow([]) does not exist")
+    monkeypatch.setattr(context, "observed_metrics", unreadable)
+    with pytest.raises(RuntimeError, match="getRow"):
+        context.observed(counted, lambda: recounts.append(1) or {})
+    assert recounts == []
