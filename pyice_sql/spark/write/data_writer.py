@@ -21,10 +21,13 @@ How a write works:
      later leaves only files no snapshot references, under the table's data folder: orphans
      that remove_orphan_files deletes.
   4. The footers of those files are read on the executors by the shim (no pass over data)
-     and turned into DataFiles with exact sizes and column metrics. Parquet footers carry no
-     NaN counts, so the job itself counts NaNs per float/double column (a Spark observation,
-     same pass): a write with no NaN records 0 for every file, a one-file write gets the exact
-     count, otherwise the count is left unknown (absent), as the spec allows.
+     and turned into DataFiles with exact sizes and column metrics. Parquet's statistics have no
+     NaN counts: each task writing through DataFileParquetFormat counts its file's NaNs per
+     float/double column and keeps them in the file's footer (NanCounts.java), so every file's
+     counts are exact, as Iceberg Java's are. Through Spark's own Parquet source the job counts
+     them instead (a Spark observation, same pass): a write with no NaN records 0 for every
+     file, a one-file write gets the exact count, otherwise the count is left unknown (absent),
+     as the spec allows.
 """
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ from pyice_sql.spark.observations import observe, observed_metrics
 from pyice_sql.spark.schema import FIELD_ID_KEY, frame_schema, parquet_node_ids, to_spark_type
 from pyice_sql.core.format.locations import data_location, file_name, new_file_location, new_operation_id, partition_to_path
 from pyice_sql.spark.write.partition_sql import transform_sql
-from pyice_sql.spark.write.stats import data_file_from_footer, top_level_leaves
+from pyice_sql.spark.write.stats import data_file_from_footer, float_leaves
 from pyice_sql.core.sql.dialect import quote_identifier as quote
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -442,7 +445,8 @@ def parquet_layout_options(properties: dict[str, str], location: str, deletes: b
 
 
 DATA_FILE_FORMAT = "pyice.shim.DataFileParquetFormat"
-FIELD_IDS_OPTION = "pyice.parquet.field-ids"  # FieldIdWriteSupport.IDS
+FIELD_IDS_OPTION = "pyice.parquet.field-ids"  # DataFileWriteSupport.IDS
+NAN_FIELDS_OPTION = "pyice.parquet.nan-fields"  # NanCounts.FIELDS
 
 
 def data_file_format(spark: SparkSession) -> str:
@@ -466,8 +470,14 @@ def parquet_field_ids(spark: SparkSession, schema: Schema) -> str | None:
     if data_file_format(spark) != DATA_FILE_FORMAT \
             or spark.conf.get("spark.sql.parquet.writeLegacyFormat", "false").lower() == "true":
         return None
+    return _option_entries(parquet_node_ids(schema))
+
+
+def _option_entries(ids: dict[tuple[str, ...], int]) -> str:
+    """`path=id` entries as the shim's write options take them: names with `%`, `/`, `,` or `=`
+    percent-encoded, joined by `/`; entries by `,`."""
     return ",".join("/".join("".join(f"%{ord(c):02X}" if c in "%/,=" else c for c in name) for name in path)
-                    + f"={field_id}" for path, field_id in parquet_node_ids(schema).items())
+                    + f"={field_id}" for path, field_id in ids.items())
 
 
 def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = FileContent.DATA,
@@ -506,11 +516,13 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     out = _distribute_and_sort(out, ctx, [F.col(quote(n)) for n, _, _ in folders], rebalance,
                                one_task=known_rows is not None and known_rows <= max_records, in_place=in_place,
                                as_read=bool(read_straight))
-    nan_columns = _float_leaves(schema)
-    observation = Observation(f"pyice_nan_{uuid.uuid4().hex}") if nan_columns else None
-    if observation is not None:
-        # one array of the counts, in `nan_columns`' order, as SQL text: a fixed number of round
-        # trips to the JVM, not several per float column (spark/frames.py)
+    nan_columns = float_leaves(schema, ctx.properties)
+    file_format = data_file_format(df.sparkSession)
+    observation = None
+    if nan_columns and file_format != DATA_FILE_FORMAT:
+        # the writer cannot count them per file: one array of the job's counts, in `nan_columns`'
+        # order, as SQL text (a fixed number of round trips to the JVM, spark/frames.py)
+        observation = Observation(f"pyice_nan_{uuid.uuid4().hex}")
         counts = ", ".join(f"sum(CASE WHEN isnan({'.'.join(quote(p) for p in path)}) THEN 1 ELSE 0 END)"
                            for path in nan_columns.values())
         out = observe(out, observation, F.expr(f"array({counts}) AS {_NAN_COUNTS}"))
@@ -526,9 +538,11 @@ def write_data_files(df: DataFrame, ctx: WriteContext, content: FileContent = Fi
     splits = (_whole_file_splits(df.sparkSession, target, read_straight) if read_straight and not folders
               else nullcontext())
     nested_ids = None if with_ids else parquet_field_ids(df.sparkSession, schema)
-    writer = writer.format(data_file_format(df.sparkSession))
+    writer = writer.format(file_format)
     if nested_ids is not None:
         writer = writer.option(FIELD_IDS_OPTION, nested_ids)
+    if nan_columns and file_format == DATA_FILE_FORMAT:
+        writer = writer.option(NAN_FIELDS_OPTION, _option_entries({p: fid for fid, p in nan_columns.items()}))
     with proleptic_calendar(df.sparkSession), splits, staging_removed_on_failure(ctx.io, write_dir):
         writer.save(write_dir)
     described = describe_written_files(ctx, write_dir, folders, operation_id, content)
@@ -576,14 +590,10 @@ def _sort_key(field, schema: Schema) -> Column:
     return col.asc_nulls_first() if field.null_order == NULLS_FIRST else col.asc_nulls_last()
 
 
-def _float_leaves(schema: Schema) -> dict[int, tuple[str, ...]]:
-    return {f.field_id: path for path, f in top_level_leaves(schema).items()
-            if isinstance(f.type, it.PrimitiveType) and f.type.name in ("float", "double")}
-
-
 def _with_nan_counts(files: list[DataFile], totals: dict, columns: dict[int, tuple[str, ...]]) -> list[DataFile]:
     """NaN counts per file from the job's totals (an array in `columns`' order) where they are
-    exact: all zero, or one file."""
+    exact: all zero, or one file (a write through Spark's own Parquet source, which cannot count
+    them per file)."""
     known = {fid: int(n or 0) for fid, n in zip(columns, totals.get(_NAN_COUNTS) or ())}
     nan_counts = known if len(files) == 1 else {fid: 0 for fid, n in known.items() if n == 0}
     return [replace(f, nan_value_counts=dict(nan_counts)) for f in files] if nan_counts else files

@@ -83,12 +83,30 @@ def top_level_leaves(schema: Schema) -> dict[tuple[str, ...], it.NestedField]:
     return out
 
 
+def float_leaves(schema: Schema, properties: dict[str, str]) -> dict[int, tuple[str, ...]]:
+    """The float and double leaves (`top_level_leaves`) that get NaN counts: those whose metrics
+    mode is not `none`, as Iceberg Java counts them. Field id to name path."""
+    return {f.field_id: path for path, f in top_level_leaves(schema).items()
+            if isinstance(f.type, it.PrimitiveType) and f.type.name in ("float", "double")
+            and metrics_mode(properties, ".".join(path))[0] != "none"}
+
+
+def _kept_nan_counts(kept: str | None, columns: dict[int, tuple[str, ...]]) -> dict[int, int] | None:
+    """The NaN counts of `columns` in the footer text pyice's writer kept (`id=count` entries), or
+    None where it kept none."""
+    if kept is None:
+        return None
+    counts = {int(fid): int(n) for fid, n in (e.split("=") for e in kept.split(",") if e)}
+    return {fid: n for fid, n in counts.items() if fid in columns} or None
+
+
 def data_file_from_footer(footer: dict, schema: Schema, properties: dict[str, str], file_path: str,
                           partition: tuple, spec_id: int, content: FileContent = FileContent.DATA,
                           referenced_data_file: str | None = None) -> DataFile:
     """Build the DataFile for one written Parquet file from its footer summary.
 
-    Columns are matched by Parquet field id when the file has them, else by name path.
+    Columns are matched by Parquet field id when the file has them, else by name path. NaN counts
+    come from what pyice's writer keeps in the footer (`nanCounts`, NanCounts.java), when it did.
     """
     leaves = top_level_leaves(schema)
     by_id = {f.field_id: (path, f) for path, f in leaves.items()}
@@ -123,6 +141,7 @@ def data_file_from_footer(footer: dict, schema: Schema, properties: dict[str, st
         content=content, file_path=file_path, partition=partition, record_count=int(footer["rowCount"]),
         file_size_in_bytes=int(footer["length"]), column_sizes=column_sizes, value_counts=value_counts,
         null_value_counts=null_counts, lower_bounds=lower, upper_bounds=upper,
+        nan_value_counts=_kept_nan_counts(footer.get("nanCounts"), float_leaves(schema, properties)),
         split_offsets=sorted(footer.get("splitOffsets") or []) or None,
         sort_order_id=0 if content == FileContent.DATA else None,
         referenced_data_file=referenced_data_file, spec_id=spec_id,

@@ -17,10 +17,12 @@ import org.apache.spark.sql.types.StructType;
  * where Spark's data source lookup can load the shim by name); reads and everything else are Spark's own. Two changes
  * to a write's job:
  * <ul>
- * <li>Given the write option {@link FieldIdWriteSupport#IDS}, its tasks write through {@link FieldIdWriteSupport}: an
- * Iceberg field id on every node of each file's schema, list elements and map keys and values included, which
- * Spark's writer cannot express (its ids come from StructField metadata, and an array's element or a map's key has
- * none). pyice_sql gives it for tables with list or map columns.</li>
+ * <li>Given the write option {@link DataFileWriteSupport#IDS} or {@link NanCounts#FIELDS}, its tasks write through
+ * {@link DataFileWriteSupport}. The first: an Iceberg field id on every node of each file's schema, list elements and
+ * map keys and values included, which Spark's writer cannot express (its ids come from StructField metadata, and an
+ * array's element or a map's key has none); pyice_sql gives it for tables with list or map columns. The second: each
+ * file's NaN counts, counted by the task writing it, in its footer; pyice_sql gives it for tables with float or
+ * double columns.</li>
  * <li>The job's Hadoop configuration leaves out YARN's defaults ({@link #withoutYarnDefaults}). Spark's file writer
  * puts that configuration inside every write task, each of its ~1,000 properties with its source as a GZIP stream of
  * its own: ~6-7 ms to read back in each task, ~5 ms to write per job. YARN's defaults are 438 of them, and a task
@@ -39,9 +41,9 @@ public class DataFileParquetFormat extends ParquetFileFormat {
                                             StructType dataSchema) {
         OutputWriterFactory factory = super.prepareWrite(session, job, options, dataSchema);
         Configuration conf = job.getConfiguration();
-        if (conf.get(FieldIdWriteSupport.IDS) != null) {
+        if (conf.get(DataFileWriteSupport.IDS) != null || conf.get(NanCounts.FIELDS) != null) {
             // read by each task's ParquetOutputFormat from the job's configuration, after Spark set its own
-            ParquetOutputFormat.setWriteSupportClass(job, FieldIdWriteSupport.class);
+            ParquetOutputFormat.setWriteSupportClass(job, DataFileWriteSupport.class);
         }
         withoutYarnDefaults(conf);
         return factory;

@@ -38,6 +38,7 @@ import org.apache.spark.broadcast.Broadcast;
  *
  * <pre>
  * {"path": str, "length": bytes, "rowCount": n, "rowGroups": n, "splitOffsets": [sorted row-group starts],
+ *  "nanCounts": "id=count,..."|null (what pyice's writer kept in the footer: {@link NanCounts}),
  *  "columns": [{"path": [names], "fieldId": int|null, "physicalType": "INT64", "logicalType": str|null,
  *               "typeLength": n, "maxRepetitionLevel": n, "maxDefinitionLevel": n,
  *               "compressedSize": n, "valueCount": n, "nullCount": n|null, "min": hex|null, "max": hex|null}]}
@@ -164,6 +165,9 @@ public final class FooterStats {
             sb.append(i > 0 ? "," : "").append(splits.get(i));
         }
         sb.append("],");
+        String nans = footer.getFileMetaData().getKeyValueMetaData().get(NanCounts.KEY);
+        Json.key(sb, "nanCounts");
+        (nans == null ? sb.append("null") : Json.str(sb, nans)).append(',');
         Json.key(sb, "columns").append('[');
         boolean first = true;
         for (Column col : columns.values()) {

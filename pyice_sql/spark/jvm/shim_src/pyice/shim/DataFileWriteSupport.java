@@ -2,6 +2,7 @@ package pyice.shim;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -13,30 +14,40 @@ import org.apache.parquet.schema.MessageType;
 import org.apache.parquet.schema.Type;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetWriteSupport;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
 
 /**
- * Spark's Parquet write support, with the file schema's nodes given the Iceberg field ids of {@link #IDS}: rows
- * are written by Spark's own code, only the schema in the footer changes (ids do not change a column's path).
- *
- * <p>{@link #IDS} lists {@code path=id} entries separated by commas, each path the node's names in the file
- * schema ({@code %}, {@code /}, {@code ,} and {@code =} percent-encoded) joined by {@code /}:
+ * Spark's Parquet write support, as pyice_sql writes data files: rows are written by Spark's own code; two
+ * additions, each when its option is in the write's configuration.
+ * <ul>
+ * <li>{@link #IDS}: the file schema's nodes get the Iceberg field ids it lists (ids do not change a column's
+ * path). {@code path=id} entries separated by commas, each path the node's names in the file schema
+ * ({@code %}, {@code /}, {@code ,} and {@code =} percent-encoded) joined by {@code /}:
  * {@code arr/list/element=7}. A node it does not name (the repeated {@code list} and {@code key_value} groups,
  * which Iceberg leaves without an id) keeps none. A write whose schema has a node that is neither named nor such
- * a group fails, so a file never carries a partial set.
+ * a group fails, so a file never carries a partial set.</li>
+ * <li>{@link NanCounts#FIELDS}: the NaN values of the float and double columns it names are counted as rows are
+ * written and kept in the file's footer ({@link NanCounts}), so each file has its own exact counts.</li>
+ * </ul>
  */
-public final class FieldIdWriteSupport extends WriteSupport<InternalRow> {
+public final class DataFileWriteSupport extends WriteSupport<InternalRow> {
     public static final String IDS = "pyice.parquet.field-ids";
 
     private final ParquetWriteSupport spark = new ParquetWriteSupport();
+    private NanCounts nans;
 
     @Override
     public WriteContext init(Configuration conf) {
         WriteContext written = spark.init(conf);
-        String ids = conf.get(IDS);
-        if (ids == null) {
-            throw new IllegalStateException("no " + IDS + " in the write's configuration");
+        String nanFields = conf.get(NanCounts.FIELDS);
+        if (nanFields != null) {
+            StructType rows = (StructType) DataType.fromJson(conf.get(ParquetWriteSupport.SPARK_ROW_SCHEMA()));
+            nans = new NanCounts(rows, parse(nanFields));
         }
-        return new WriteContext(withIds(written.getSchema(), parse(ids)), written.getExtraMetaData());
+        String ids = conf.get(IDS);
+        MessageType schema = ids == null ? written.getSchema() : withIds(written.getSchema(), parse(ids));
+        return new WriteContext(schema, written.getExtraMetaData());
     }
 
     @Override
@@ -47,6 +58,9 @@ public final class FieldIdWriteSupport extends WriteSupport<InternalRow> {
     @Override
     public void write(InternalRow row) {
         spark.write(row);
+        if (nans != null) {
+            nans.add(row);
+        }
     }
 
     @Override
@@ -56,7 +70,13 @@ public final class FieldIdWriteSupport extends WriteSupport<InternalRow> {
 
     @Override
     public FinalizedWriteContext finalizeWrite() {
-        return spark.finalizeWrite();
+        FinalizedWriteContext written = spark.finalizeWrite();
+        if (nans == null) {
+            return written;
+        }
+        Map<String, String> extra = new HashMap<>(written.getExtraMetaData());
+        extra.put(NanCounts.KEY, nans.metadata());
+        return new FinalizedWriteContext(extra);
     }
 
     static MessageType withIds(MessageType schema, Map<String, Integer> ids) {
@@ -83,9 +103,10 @@ public final class FieldIdWriteSupport extends WriteSupport<InternalRow> {
         return out;
     }
 
-    static Map<String, Integer> parse(String ids) {
-        Map<String, Integer> out = new HashMap<>();
-        for (String entry : ids.split(",")) {
+    /** The {@code path=id} entries of {@link #IDS} or {@link NanCounts#FIELDS}, paths as written (encoded). */
+    static Map<String, Integer> parse(String entries) {
+        Map<String, Integer> out = new LinkedHashMap<>();
+        for (String entry : entries.split(",")) {
             if (entry.isEmpty()) {
                 continue;
             }
@@ -96,7 +117,7 @@ public final class FieldIdWriteSupport extends WriteSupport<InternalRow> {
     }
 
     /** A name as {@link #IDS} spells it: the path separator and the entries' delimiters percent-encoded. */
-    private static String encode(String name) {
+    static String encode(String name) {
         StringBuilder sb = new StringBuilder(name.length());
         for (char c : name.toCharArray()) {
             if (c == '%' || c == '/' || c == ',' || c == '=') {
