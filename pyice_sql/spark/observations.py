@@ -75,7 +75,7 @@ def _completed(jvm, jo) -> bool:
     try:
         getattr(jvm, "scala.concurrent.Await").ready(jo.future(), wait)
     except Py4JJavaError as e:
-        if "TimeoutException" not in str(e.java_exception.getClass().getName()):
+        if e.java_exception.getClass().getName() != "java.util.concurrent.TimeoutException":
             raise
         return False
     return True

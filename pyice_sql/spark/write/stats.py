@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Any
+from typing import Any, Collection
 
 from pyice_sql.core import properties as props
 from pyice_sql.core.model import types as it
@@ -91,9 +91,9 @@ def float_leaves(schema: Schema, properties: dict[str, str]) -> dict[int, tuple[
             and metrics_mode(properties, ".".join(path))[0] != "none"}
 
 
-def _kept_nan_counts(kept: str | None, columns: dict[int, tuple[str, ...]]) -> dict[int, int] | None:
-    """The NaN counts of `columns` in the footer text pyice's writer kept (`id=count` entries), or
-    None where it kept none."""
+def _kept_nan_counts(kept: str | None, columns: Collection[int]) -> dict[int, int] | None:
+    """The NaN counts of the field ids `columns` in the footer text pyice's writer kept (`id=count`
+    entries), or None where it kept none."""
     if kept is None:
         return None
     counts = {int(fid): int(n) for fid, n in (e.split("=") for e in kept.split(",") if e)}
@@ -141,7 +141,8 @@ def data_file_from_footer(footer: dict, schema: Schema, properties: dict[str, st
         content=content, file_path=file_path, partition=partition, record_count=int(footer["rowCount"]),
         file_size_in_bytes=int(footer["length"]), column_sizes=column_sizes, value_counts=value_counts,
         null_value_counts=null_counts, lower_bounds=lower, upper_bounds=upper,
-        nan_value_counts=_kept_nan_counts(footer.get("nanCounts"), float_leaves(schema, properties)),
+        # the columns with metrics (their mode is not `none`); the writer counted floats only
+        nan_value_counts=_kept_nan_counts(footer.get("nanCounts"), value_counts),
         split_offsets=sorted(footer.get("splitOffsets") or []) or None,
         sort_order_id=0 if content == FileContent.DATA else None,
         referenced_data_file=referenced_data_file, spec_id=spec_id,
