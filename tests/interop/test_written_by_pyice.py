@@ -214,6 +214,32 @@ def test_java_skips_a_file_of_nans_on_its_own_table(tmp_path):
     assert answers[3:] == [[[5]], [[4], [5]]]
 
 
+def test_nan_count_maps_as_java_writes_them(world, tmp_path):
+    """Each engine writes the same statements to a table of its own: a data file's NaN counts name
+    its float columns with metrics, an empty map where it has none (no float column, or only one
+    whose metrics mode is `none`); a position delete file has no map."""
+    ice, _ = world
+    statements = [
+        "CREATE TABLE {db}.nan_none (id bigint, s string) USING iceberg",
+        "CREATE TABLE {db}.nan_off (id bigint, d double) USING iceberg "
+        "TBLPROPERTIES ('write.metadata.metrics.column.d' = 'none')",
+        "CREATE TABLE {db}.nan_some (id bigint, d double) USING iceberg "
+        "TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')",
+        "INSERT INTO {db}.nan_none VALUES (1, 'a')",
+        "INSERT INTO {db}.nan_off VALUES (1, double('NaN'))",
+        "INSERT INTO {db}.nan_some SELECT /*+ COALESCE(1) */ * FROM VALUES (1L, 1.0D), (2L, double('NaN')) AS v(id, d)",
+        "DELETE FROM {db}.nan_some WHERE id = 1",
+    ]
+    queries = [f"SELECT content, to_json(nan_value_counts) AS nan FROM {{db}}.{t}.files"
+               for t in ("nan_none", "nan_off", "nan_some")]
+    java = java_sql(tmp_path, *[q.format(db="ref.db") for q in statements + queries])[len(statements):]
+    for q in statements:
+        ice.sql(q.format(db="local.db"))
+    ours = ice_answers(ice, [q.format(db="local.db") for q in queries])
+    assert java == [[[0, "{}"]], [[0, "{}"]], [[0, '{"2":1}'], [1, None]]]
+    assert ours == java
+
+
 @scenario("nested", wheres=[
     "get(arr, 0) = 10", "m['k2'] = 2.5", "get(st.x, 1) = 'q'", "st.y[7].z = 9", "get(arrst, 0).b = 'x'",
     "size(arr) = 0"],

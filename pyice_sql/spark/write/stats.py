@@ -87,17 +87,23 @@ def float_leaves(schema: Schema, properties: dict[str, str]) -> dict[int, tuple[
     """The float and double leaves (`top_level_leaves`) that get NaN counts: those whose metrics
     mode is not `none`, as Iceberg Java counts them. Field id to name path."""
     return {f.field_id: path for path, f in top_level_leaves(schema).items()
-            if isinstance(f.type, it.PrimitiveType) and f.type.name in ("float", "double")
-            and metrics_mode(properties, ".".join(path))[0] != "none"}
+            if _is_float(f.type) and metrics_mode(properties, ".".join(path))[0] != "none"}
 
 
-def _kept_nan_counts(kept: str | None, columns: Collection[int]) -> dict[int, int] | None:
-    """The NaN counts of the field ids `columns` in the footer text pyice's writer kept (`id=count`
-    entries), or None where it kept none."""
+def _is_float(t: it.IcebergType) -> bool:
+    return isinstance(t, it.PrimitiveType) and t.name in ("float", "double")
+
+
+def _kept_nan_counts(kept: str | None, floats: Collection[int]) -> dict[int, int] | None:
+    """The NaN counts of the float columns `floats` (field ids) in the footer text pyice's writer
+    kept (`id=count` entries): an empty map where there are none, as Iceberg Java writes; None
+    (unknown) where the writer counted none of them."""
+    if not floats:
+        return {}
     if kept is None:
         return None
     counts = {int(fid): int(n) for fid, n in (e.split("=") for e in kept.split(",") if e)}
-    return {fid: n for fid, n in counts.items() if fid in columns} or None
+    return {fid: n for fid, n in counts.items() if fid in floats} or None
 
 
 def data_file_from_footer(footer: dict, schema: Schema, properties: dict[str, str], file_path: str,
@@ -141,8 +147,9 @@ def data_file_from_footer(footer: dict, schema: Schema, properties: dict[str, st
         content=content, file_path=file_path, partition=partition, record_count=int(footer["rowCount"]),
         file_size_in_bytes=int(footer["length"]), column_sizes=column_sizes, value_counts=value_counts,
         null_value_counts=null_counts, lower_bounds=lower, upper_bounds=upper,
-        # the columns with metrics (their mode is not `none`); the writer counted floats only
-        nan_value_counts=_kept_nan_counts(footer.get("nanCounts"), value_counts),
+        # the float columns with metrics (their mode is not `none`); delete files keep no NaN counts
+        nan_value_counts=None if content != FileContent.DATA else _kept_nan_counts(
+            footer.get("nanCounts"), [fid for fid in value_counts if _is_float(by_id[fid][1].type)]),
         split_offsets=sorted(footer.get("splitOffsets") or []) or None,
         sort_order_id=0 if content == FileContent.DATA else None,
         referenced_data_file=referenced_data_file, spec_id=spec_id,
