@@ -87,11 +87,7 @@ def float_leaves(schema: Schema, properties: dict[str, str]) -> dict[int, tuple[
     """The float and double leaves (`top_level_leaves`) that get NaN counts: those whose metrics
     mode is not `none`, as Iceberg Java counts them. Field id to name path."""
     return {f.field_id: path for path, f in top_level_leaves(schema).items()
-            if _is_float(f.type) and metrics_mode(properties, ".".join(path))[0] != "none"}
-
-
-def _is_float(t: it.IcebergType) -> bool:
-    return isinstance(t, it.PrimitiveType) and t.name in ("float", "double")
+            if it.is_floating(f.type) and metrics_mode(properties, ".".join(path))[0] != "none"}
 
 
 def _kept_nan_counts(kept: str | None, floats: Collection[int]) -> dict[int, int] | None:
@@ -149,7 +145,7 @@ def data_file_from_footer(footer: dict, schema: Schema, properties: dict[str, st
         null_value_counts=null_counts, lower_bounds=lower, upper_bounds=upper,
         # the float columns with metrics (their mode is not `none`); delete files keep no NaN counts
         nan_value_counts=None if content != FileContent.DATA else _kept_nan_counts(
-            footer.get("nanCounts"), [fid for fid in value_counts if _is_float(by_id[fid][1].type)]),
+            footer.get("nanCounts"), [fid for fid in value_counts if it.is_floating(by_id[fid][1].type)]),
         split_offsets=sorted(footer.get("splitOffsets") or []) or None,
         sort_order_id=0 if content == FileContent.DATA else None,
         referenced_data_file=referenced_data_file, spec_id=spec_id,
