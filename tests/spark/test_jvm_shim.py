@@ -373,6 +373,46 @@ def test_data_file_writes_leave_yarn_defaults_out_of_their_tasks(spark, shim):
     assert conf.get("yarn.resourcemanager.hostname") == "rm.example" and conf.get("fs.defaultFS") is not None
 
 
+def test_scans_copy_a_configuration_without_yarn_and_mapreduce_defaults(spark, shim):
+    """DataFileParquetFormat.forScan, on a scan's Hadoop configuration as Spark builds it: the
+    properties whose only source is YARN's or MapReduce's defaults go (Spark's reader copies the
+    rest for every file it opens); one the user set stays, and so does every core default; local
+    files are opened through Hadoop's raw local file system. Truth: the sources Hadoop records."""
+    jvm = spark._jvm
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    conf.set("mapreduce.job.queuename", "etl")  # one of MapReduce's defaults, set by the user
+    before = _property_keys(conf)
+    defaults = {k for k in before
+                if list(conf.getPropertySources(k) or []) in (["yarn-default.xml"], ["mapred-default.xml"])}
+    core = {k for k in before if list(conf.getPropertySources(k) or []) == ["core-default.xml"]}
+    assert len(defaults) > 300 and core and "mapreduce.job.queuename" not in defaults
+    scan = jvm.pyice.shim.DataFileParquetFormat.forScan(conf)
+    assert _property_keys(scan) == (before - defaults) | {"fs.file.impl", "fs.file.impl.disable.cache"}
+    assert all(scan.getRaw(k) == conf.getRaw(k) for k in before - defaults)
+    assert scan.get("mapreduce.job.queuename") == "etl" and scan.get("fs.file.impl.disable.cache") == "true"
+    assert scan.get("fs.file.impl") == "org.apache.hadoop.fs.RawLocalFileSystem"
+
+
+def test_table_scans_go_through_the_shims_format(spark, ice, shim, warehouse):
+    """Where Spark can load it by name, a table's files are read through DataFileParquetFormat, so
+    through Hadoop's raw local file system: a data file given a `.crc` side file that does not
+    match it fails Spark's own Parquet read (the checksummed file system checks it) and reads
+    through pyice. Elsewhere pyice reads through Spark's own source and fails the same way."""
+    ice.sql("CREATE TABLE local.db.scanned (id bigint, s string) USING iceberg")
+    ice.sql("INSERT INTO local.db.scanned SELECT * FROM VALUES (1, 'a'), (2, 'b') AS v(id, s) WHERE id = 1")
+    [data] = [p for p in Path(warehouse, "db", "scanned", "data").rglob("*.parquet")]
+    crc = data.with_name(f".{data.name}.crc")
+    assert not crc.exists()  # pyice writes none
+    crc.write_bytes(b"crc\0" + (512).to_bytes(4, "big") + b"\0" * 4 * (data.stat().st_size // 512 + 1))
+    with pytest.raises(Exception, match="(?i)checksum"):
+        spark.read.parquet(str(data)).collect()
+    if shim.mode == "classpath":
+        assert ice.sql("SELECT * FROM local.db.scanned").collect() == [(1, "a")]
+    else:
+        with pytest.raises(Exception, match="(?i)checksum"):
+            ice.sql("SELECT * FROM local.db.scanned").collect()
+
+
 def test_data_files_are_written_through_the_shims_format(spark, ice, shim):
     """Every data file write goes through DataFileParquetFormat where Spark can load it by name
     (a table without list or map columns too), else through Spark's own Parquet source: read from

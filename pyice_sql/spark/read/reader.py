@@ -33,6 +33,7 @@ from pyice_sql.core.scan.planner import FileScanTask
 from pyice_sql.core.sql.dialect import DIALECT, quote_identifier as quote
 from pyice_sql.spark.connect_backend import is_connect
 from pyice_sql.spark.frames import aliased, column, select_sql
+from pyice_sql.spark.jvm.file_format import data_file_format
 from pyice_sql.spark.local_relation import local_rows
 from pyice_sql.spark.read.file_keys import live_rows, lookup_facts, scan_keys
 from pyice_sql.spark.read.spark_paths import local_key, spark_spellings
@@ -108,19 +109,21 @@ def _read_parquet(spark: SparkSession, schema: T.StructType, paths: list[str]) -
 
 
 def _load(spark: SparkSession, schema: T.StructType, paths: list[str]) -> DataFrame:
-    """`spark.read.schema(schema).options(...).parquet(*paths)`, built on the JVM's reader on a
-    classic session, the paths handed over in one piece: pyspark's reader makes a py4j round trip
-    per path and five more to find the active session for the schema (~0.25 ms each)."""
+    """`spark.read.schema(schema).options(...).format(...).load(*paths)` in the format
+    `data_file_format` names (the shim's, whose scans cost less per file, where Spark can load it),
+    built on the JVM's reader on a classic session, the paths handed over in one piece: pyspark's
+    reader makes a py4j round trip per path and five more to find the active session for the
+    schema (~0.25 ms each)."""
     reader = spark.read
     if is_connect(spark):
         return reader.schema(schema).options(**_READ_OPTIONS).parquet(*paths)
     from pyice_sql.spark.jvm.bridge import java_string_list, seq_of
 
     jvm = spark._jvm
-    jreader = reader._jreader.schema(spark._jsparkSession.parseDataType(schema.json()))
+    jreader = reader._jreader.schema(spark._jsparkSession.parseDataType(schema.json())).format(data_file_format(spark))
     for key, value in _READ_OPTIONS.items():
         jreader = jreader.option(key, value)
-    return reader._df(jreader.parquet(seq_of(jvm, java_string_list(jvm, paths))))
+    return reader._df(jreader.load(seq_of(jvm, java_string_list(jvm, paths))))
 
 
 def empty_frame(spark: SparkSession, schema: Schema, with_metadata: bool, file_facts: bool = False,
