@@ -80,7 +80,7 @@ public class DataFileParquetFormat extends ParquetFileFormat {
      * table of ~350 properties, not three (values, values set in code, and each one's sources) of ~1,000;</li>
      * <li>local files read through Hadoop's raw local file system ({@code fs.file.impl}, uncached so that Hadoop
      * builds it rather than hand back the cached checksummed one): pyice_sql's own files have no {@code .crc} side
-     * file, and Parquet checks what it reads itself where a file carries page checksums.</li>
+     * file; one that another engine's Hadoop writer left beside its file is not checked by these reads.</li>
      * </ul>
      */
     public static Configuration forScan(Configuration conf) {
